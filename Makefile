@@ -1,0 +1,27 @@
+# The README's two commands: `make demo` and `make test`. Both create and reuse .venv.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+
+.PHONY: demo test bench lint
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: setup.py $(BIN)/python
+	$(BIN)/pip install -q -e '.[test,ray]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/python -m placer.demo
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest -q tests
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m bench.run_all
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .

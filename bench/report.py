@@ -1,0 +1,33 @@
+"""Writes one section of BENCHMARKS.md, leaving the other sections as they are."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import time
+
+from graphs import atomic
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PATH = os.path.join(ROOT, "BENCHMARKS.md")
+HEADER = "# Benchmarks\n\nEvery section is written by the script it names in `bench/`; rerun it to refresh.\n"
+
+
+def update_section(name: str, title: str, body: str, script: str) -> None:
+    """Replaces (or appends) the section `name` of BENCHMARKS.md.
+
+    Args:
+      name: stable key of the section, e.g. "extract".
+      title: heading text.
+      body: Markdown body.
+      script: the bench script that wrote it, quoted under the heading.
+    """
+    text = open(PATH).read() if os.path.exists(PATH) else HEADER
+    stamp = time.strftime("%Y-%m-%d", time.gmtime())
+    machine = f"{platform.machine()}, {os.cpu_count()} cores"
+    section = (f"<!-- bench:{name} -->\n## {title}\n\n_Written by `{script}` on {stamp} ({machine})._\n\n"
+               f"{body.strip()}\n<!-- /bench:{name} -->\n")
+    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->\n", re.S)
+    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
+    atomic.write_text(PATH, text)

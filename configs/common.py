@@ -1,0 +1,49 @@
+"""Config sections shared by every model config: the placer and its search.
+
+Each model config (configs/rnnlm.py, nmt.py, inception_v3.py) attaches these
+under `config.placer`, `config.cluster` and `config.measure`, so any field can
+be overridden from the command line, e.g. `--config.placer.policy.hidden_size=256`.
+"""
+
+import ml_collections
+
+
+def placer_config() -> ml_collections.ConfigDict:
+    """Returns the grouping, policy and REINFORCE settings with their sources."""
+    c = ml_collections.ConfigDict()
+
+    c.grouping = ml_collections.ConfigDict()
+    # Paper section 3 (co-location heuristics). Merge an op into its only
+    # consumer; cap the group size so a few groups do not swallow the graph.
+    c.grouping.merge_single_consumer = True
+    c.grouping.max_group_ops = 0  # 0 = no cap (our choice).
+
+    c.policy = ml_collections.ConfigDict()
+    c.policy.hidden_size = 512  # TF hierarchical placer default.
+    c.policy.type_embedding_size = 32  # our choice
+    c.policy.device_embedding_size = 32  # our choice
+    c.policy.temperature = 10.0  # TF hierarchical placer default.
+    c.policy.tanh_constant = 5.0  # TF hierarchical placer default.
+    c.policy.logits_noise_std = 0.0  # Gaussian logits noise, first steps only.
+    c.policy.logits_noise_steps = 0  # steps with logits noise.
+
+    c.train = ml_collections.ConfigDict()
+    c.train.samples_per_step = 4  # placer samples per step (TF hierarchical placer).
+    c.train.learning_rate = 0.1  # Adam (TF hierarchical placer).
+    c.train.lr_decay_steps = 0  # 0 = constant learning rate.
+    c.train.lr_decay_rate = 0.96
+    c.train.clip_norm = 1.0  # gradient-norm clipping (TF hierarchical placer).
+    c.train.baseline_decay = 0.9  # EMA baseline (TF hierarchical placer).
+    c.train.entropy_weight = 0.0  # optional entropy bonus (our choice: off).
+    c.train.failing_step_time = 100.0  # seconds for a failed sample (TF hierarchical placer).
+    c.train.drop_failures_after = 0  # steps after which failed samples leave the update; 0 = never.
+    c.train.checkpoint_every = 50  # steps between checkpoints (our choice).
+    return c
+
+
+def attach(config: ml_collections.ConfigDict, cluster: str = "k80x4", measure: str = "sim") -> ml_collections.ConfigDict:
+    """Adds the shared sections to a model config and returns it."""
+    config.placer = placer_config()
+    config.cluster = cluster  # preset name in configs/clusters or a JSON path.
+    config.measure = measure  # sim | grappler | session
+    return config

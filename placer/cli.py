@@ -1,0 +1,31 @@
+"""Helpers shared by the absl binaries: expected errors become one line and exit 2."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from graphs.errors import InputError
+
+
+def run_main(main: Callable[[list[str]], None]) -> None:
+    """Runs an absl `main`, turning InputError into one stderr line and exit status 2."""
+    from absl import app  # noqa: PLC0415
+
+    def wrapped(argv):
+        try:
+            main(argv)
+        except InputError as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)
+
+    try:
+        app.run(wrapped)
+    except InputError as e:  # raised while absl parsed flags (config files)
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+def config_error(flag_name: str, exc: BaseException) -> InputError:
+    """Wraps a config-file load failure into an InputError naming the flag."""
+    return InputError(f"--{flag_name}: {exc}")

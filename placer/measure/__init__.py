@@ -1,0 +1,1 @@
+"""Device placement toolkit: measurement backends."""

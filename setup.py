@@ -1,0 +1,38 @@
+"""Device placement toolkit: RL placement, baselines, SLAQ sharing for TF graphs."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="placer-toolkit",
+    version="0.1.0",
+    description="Device placement for TensorFlow training graphs: RL placer, baselines, SLAQ.",
+    python_requires=">=3.10",
+    packages=find_packages(include=["placer*", "models*", "graphs*", "baselines*", "configs*"]),
+    package_data={"configs": ["clusters/*.json", "*.py", "searches/*.py"]},
+    install_requires=[
+        "tensorflow>=2.16",
+        "tf-keras>=2.16",
+        "numpy",
+        "scipy",
+        "networkx",
+        "absl-py",
+        "ml-collections",
+        "matplotlib",
+        "pyscotch",
+        "pymetis",
+    ],
+    extras_require={
+        "test": ["pytest", "ruff"],
+        "ray": ["ray"],
+    },
+    entry_points={
+        "console_scripts": [
+            "placer-extract=placer.extract_main:run",
+            "placer-measure=placer.measure_main:run",
+            "placer-train=placer.train_main:run",
+            "placer-compare=placer.compare_main:run",
+            "placer-apply=placer.apply_main:run",
+            "placer-search=placer.search_main:run",
+        ]
+    },
+)
