@@ -18,6 +18,7 @@ setup(
         "absl-py",
         "ml-collections",
         "matplotlib",
+        "tensorboard",
         "pyscotch",
         "pymetis",
     ],

@@ -29,3 +29,20 @@ def run_main(main: Callable[[list[str]], None]) -> None:
 def config_error(flag_name: str, exc: BaseException) -> InputError:
     """Wraps a config-file load failure into an InputError naming the flag."""
     return InputError(f"--{flag_name}: {exc}")
+
+
+def config_or_default(config, graph_path: str | None):
+    """The --config given, or the shared defaults when only --graph was given.
+
+    Raises:
+      InputError: neither --config nor --graph was given.
+    """
+    if config is not None:
+        return config
+    if graph_path is None:
+        raise InputError("give --config=configs/MODEL.py or --graph=FILE")
+    import ml_collections  # noqa: PLC0415
+
+    from configs import common  # noqa: PLC0415
+
+    return common.attach(ml_collections.ConfigDict())

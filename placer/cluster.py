@@ -28,12 +28,19 @@ class Device:
       memory_bytes: memory available to one training step, bytes.
       speed: compute speed relative to the reference device of its type
         (an op costing c seconds on the reference takes c / speed here).
+      peak_gflops: peak compute, 1e9 float ops per second, for Grappler's
+        analytical cost model; 0 = the reference device of its type times
+        `speed` (graphs/costs.py REFERENCE_DEVICES).
+      memory_bandwidth: device memory bandwidth, bytes per second, for
+        Grappler; 0 = the reference device of its type times `speed`.
     """
 
     name: str
     type: str
     memory_bytes: int
     speed: float = 1.0
+    peak_gflops: float = 0.0
+    memory_bandwidth: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +121,9 @@ def from_json(data: dict, source: str = "cluster") -> Cluster:
     for k, r in enumerate(raw):
         try:
             dev = Device(name=str(r["name"]), type=str(r["type"]).upper(),
-                         memory_bytes=int(r["memory_bytes"]), speed=float(r.get("speed", 1.0)))
+                         memory_bytes=int(r["memory_bytes"]), speed=float(r.get("speed", 1.0)),
+                         peak_gflops=float(r.get("peak_gflops", 0.0)),
+                         memory_bandwidth=float(r.get("memory_bandwidth", 0.0)))
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"{source}: devices[{k}] needs name, type and memory_bytes ({e})") from None
         if dev.memory_bytes <= 0:

@@ -1,0 +1,35 @@
+"""The MinCut baseline of Mirhoseini et al. (ICML 2017).
+
+The paper describes MinCut as the Scotch mapper modified to consider only
+the GPUs as devices (balancing compute across them while minimising
+inter-device communication); ops that must run on the CPU still do. So:
+baselines.scotch's mapping onto the GPUs only, then the legality rules
+(CPU-only ops to the CPU, colocation sets together).
+"""
+
+from __future__ import annotations
+
+from baselines import common
+from baselines.scotch import scotch_map
+from graphs.op_graph import OpGraph
+from placer.cluster import Cluster
+from placer.placement import Placement
+
+
+def place(graph: OpGraph, cluster: Cluster, *, seed=None, strategy: str | None = None, **options) -> Placement:
+    """Scotch static mapping onto the GPUs only.
+
+    Args:
+      graph: the op graph (not modified).
+      cluster: the target cluster.
+      seed: Scotch random seed (0 if None).
+      strategy: optional Scotch mapping strategy string.
+      **options: none others.
+
+    Raises:
+      InputError: the cluster has no GPU.
+    """
+    del options
+    gpus = common.gpu_indices(cluster, "mincut")
+    dev = scotch_map(graph, cluster, gpus, seed=seed, strategy=strategy)
+    return common.finish(graph, cluster, dev, "mincut", seed=seed)

@@ -1,0 +1,192 @@
+"""The placement policy: a seq2seq LSTM with content-based attention (tf-keras).
+
+Mirhoseini et al. (ICML 2017), section 2: the encoder reads the co-located
+groups as a sequence (op-type embedding, output-shape and adjacency features);
+the decoder emits one device per group, fed the embedding of the device it
+chose for the previous group, and attends over the encoder states. Sampling
+controls follow TF's hierarchical placer: a softmax temperature, a tanh
+constant bounding the logits, and Gaussian noise on the logits.
+
+Shapes: G groups, K samples, D devices, H hidden units.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+import tf_keras as keras
+
+
+class PlacementPolicy(keras.Model):
+    """Seq2seq attentional LSTM that maps G groups to G devices.
+
+    The attention is applied after the decoder LSTM (Luong et al. 2015,
+    "general" content-based scores), so with the sampled devices known the
+    whole decoder runs as one sequence for the REINFORCE gradient; sampling
+    runs step by step with the same weights.
+
+    Args:
+      vocab_size: op-type vocabulary size (id 0 = out of vocabulary).
+      num_devices: D, devices to choose from (from the cluster spec).
+      hidden_size: H, LSTM units (the encoder's two directions share H).
+      type_embedding_size: width of the op-type embedding.
+      device_embedding_size: width of the device embedding fed to the decoder.
+      temperature: logits are divided by it before the tanh bound.
+      tanh_constant: logits bounded to (-c, c) by c * tanh(x); 0 disables it.
+    """
+
+    def __init__(self, vocab_size: int, num_devices: int, *, hidden_size: int = 512,
+                 type_embedding_size: int = 32, device_embedding_size: int = 32,
+                 temperature: float = 10.0, tanh_constant: float = 5.0, seed: int | None = None):
+        super().__init__()
+        init = keras.initializers.GlorotUniform(seed=seed)
+        self.num_devices = int(num_devices)
+        self.hidden_size = int(hidden_size)
+        self.temperature = float(temperature)
+        self.tanh_constant = float(tanh_constant)
+        self.type_embedding = keras.layers.Embedding(vocab_size, type_embedding_size, embeddings_initializer=init)
+        self.input_proj = keras.layers.Dense(hidden_size, activation="tanh", kernel_initializer=init)
+        half = max(1, hidden_size // 2)
+        self.encoder = keras.layers.Bidirectional(
+            keras.layers.LSTM(half, return_sequences=True, kernel_initializer=init),
+            backward_layer=keras.layers.LSTM(half, return_sequences=True, go_backwards=True, kernel_initializer=init),
+        )
+        self.encoder_proj = keras.layers.Dense(hidden_size, kernel_initializer=init)
+        # Index D is the start token fed before the first group.
+        self.device_embedding = keras.layers.Embedding(num_devices + 1, device_embedding_size,
+                                                       embeddings_initializer=init)
+        self.decoder = keras.layers.LSTM(hidden_size, return_sequences=True, return_state=True,
+                                         kernel_initializer=init)
+        self.attention_w = keras.layers.Dense(hidden_size, use_bias=False, kernel_initializer=init)
+        self.combine = keras.layers.Dense(hidden_size, activation="tanh", kernel_initializer=init)
+        self.output_layer = keras.layers.Dense(num_devices, kernel_initializer=init)
+
+    # ----- pieces ---------------------------------------------------------
+
+    def encode(self, type_ids: tf.Tensor, features: tf.Tensor) -> tf.Tensor:
+        """Encodes the groups.
+
+        Args:
+          type_ids: [G] int32 op-type ids.
+          features: [G, F] float32 numeric features.
+
+        Returns:
+          [1, G, H] encoder states.
+        """
+        x = tf.concat([self.type_embedding(type_ids), tf.cast(features, tf.float32)], axis=-1)
+        x = self.input_proj(x[tf.newaxis])
+        return self.encoder_proj(self.encoder(x))
+
+    def _logits(self, dec: tf.Tensor, enc: tf.Tensor) -> tf.Tensor:
+        """Bounded logits from decoder states [K, T, H] and encoder states [1, G, H] -> [K, T, D]."""
+        scores = tf.einsum("kth,gh->ktg", self.attention_w(dec), enc[0])
+        context = tf.einsum("ktg,gh->kth", tf.nn.softmax(scores, axis=-1), enc[0])
+        logits = self.output_layer(self.combine(tf.concat([dec, context], axis=-1)))
+        logits = logits / self.temperature
+        if self.tanh_constant > 0:
+            logits = self.tanh_constant * tf.tanh(logits)
+        return logits
+
+    def _decoder_inputs(self, enc: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+        """Decoder inputs [K, G, E+H]: the previous group's device and this group's encoding."""
+        k = tf.shape(actions)[0]
+        prev = tf.concat([tf.fill([k, 1], self.num_devices), actions[:, :-1]], axis=1)
+        enc_k = tf.repeat(enc, k, axis=0)
+        return tf.concat([self.device_embedding(prev), enc_k], axis=-1)
+
+    # ----- public API -------------------------------------------------------
+
+    def log_probs(self, type_ids, features, actions, mask_bias=None) -> tuple[tf.Tensor, tf.Tensor]:
+        """Log-probabilities of given placements, differentiable.
+
+        Args:
+          type_ids: [G] int32.
+          features: [G, F] float32.
+          actions: [K, G] int32 device per group.
+          mask_bias: [G, D] float32 added to the logits (large negative = device not allowed).
+
+        Returns:
+          ([K] sum of log p over groups, [K] mean entropy per group in nats).
+        """
+        actions = tf.convert_to_tensor(actions, tf.int32)
+        enc = self.encode(type_ids, features)
+        dec, _, _ = self.decoder(self._decoder_inputs(enc, actions))
+        logits = self._logits(dec, enc)
+        if mask_bias is not None:
+            logits += tf.cast(mask_bias, tf.float32)[tf.newaxis]
+        logp = tf.nn.log_softmax(logits, axis=-1)
+        chosen = tf.reduce_sum(tf.one_hot(actions, self.num_devices) * logp, axis=-1)
+        entropy = -tf.reduce_sum(tf.math.multiply_no_nan(logp, tf.exp(logp)), axis=-1)
+        return tf.reduce_sum(chosen, axis=1), tf.reduce_mean(entropy, axis=1)
+
+    @tf.function(reduce_retracing=True)
+    def _sample(self, type_ids, features, mask_bias, num_samples, noise_std, greedy, seed):
+        enc = self.encode(type_ids, features)
+        g = tf.shape(type_ids)[0]
+        k = num_samples
+        cell = self.decoder.cell
+        h = tf.zeros([k, self.hidden_size])
+        c = tf.zeros([k, self.hidden_size])
+        prev = tf.fill([k], self.num_devices)
+        out = tf.TensorArray(tf.int32, size=g)
+        for t in tf.range(g):
+            x = tf.concat([self.device_embedding(prev), tf.repeat(enc[:, t], k, axis=0)], axis=-1)
+            dec, (h, c) = cell(x, [h, c])
+            logits = self._logits(dec[:, tf.newaxis], enc)[:, 0]
+            logits += noise_std * tf.random.stateless_normal(tf.shape(logits), seed=seed + [t, 0])
+            logits += mask_bias[t][tf.newaxis]
+            sampled = tf.random.stateless_categorical(logits, 1, seed=seed + [0, t], dtype=tf.int32)[:, 0]
+            prev = tf.where(greedy, tf.argmax(logits, axis=-1, output_type=tf.int32), sampled)
+            out = out.write(t, prev)
+        return tf.transpose(out.stack())
+
+    def sample(self, type_ids: np.ndarray, features: np.ndarray, num_samples: int, *,
+               seed: tuple[int, int] = (0, 0), noise_std: float = 0.0,
+               mask_bias: np.ndarray | None = None) -> np.ndarray:
+        """Samples K placements.
+
+        Args:
+          type_ids: [G] int32.
+          features: [G, F] float32.
+          num_samples: K.
+          seed: stateless RNG seed pair; the same seed gives the same samples.
+          noise_std: standard deviation of Gaussian noise added to the logits.
+          mask_bias: [G, D] added to the logits (large negative = not allowed).
+
+        Returns:
+          [K, G] int32 device index per group.
+        """
+        return self._sample(tf.constant(type_ids, tf.int32), tf.constant(features, tf.float32),
+                            self._bias(mask_bias, len(type_ids)), tf.constant(num_samples, tf.int32),
+                            tf.constant(noise_std, tf.float32), tf.constant(False),
+                            tf.constant(seed, tf.int32)).numpy()
+
+    def greedy(self, type_ids: np.ndarray, features: np.ndarray, mask_bias: np.ndarray | None = None) -> np.ndarray:
+        """The most likely device per group, step by step: [G] int32, deterministic."""
+        return self._sample(tf.constant(type_ids, tf.int32), tf.constant(features, tf.float32),
+                            self._bias(mask_bias, len(type_ids)), tf.constant(1, tf.int32), tf.constant(0.0),
+                            tf.constant(True), tf.constant([0, 0], tf.int32)).numpy()[0]
+
+    def _bias(self, mask_bias, g: int) -> tf.Tensor:
+        if mask_bias is None:
+            return tf.zeros([g, self.num_devices], tf.float32)
+        return tf.constant(mask_bias, tf.float32)
+
+
+def build_policy(vocab_size: int, feature_dim: int, num_devices: int, config, seed: int | None = None
+                 ) -> PlacementPolicy:
+    """Creates a policy from `config.placer.policy` and builds its weights.
+
+    Args:
+      vocab_size: op-type vocabulary size.
+      feature_dim: F, width of the numeric group features.
+      num_devices: D.
+      config: the policy ConfigDict (hidden_size, embedding sizes, temperature, tanh_constant).
+      seed: weight initialisation seed.
+    """
+    policy = PlacementPolicy(vocab_size, num_devices, hidden_size=config.hidden_size,
+                             type_embedding_size=config.type_embedding_size,
+                             device_embedding_size=config.device_embedding_size,
+                             temperature=config.temperature, tanh_constant=config.tanh_constant, seed=seed)
+    policy.log_probs(np.zeros(2, np.int32), np.zeros((2, feature_dim), np.float32), np.zeros((1, 2), np.int32))
+    return policy

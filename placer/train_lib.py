@@ -1,0 +1,115 @@
+"""One RL placement search, end to end: load, group, train, report.
+
+The library behind `placer-train`, the demo and the benchmarks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+
+from graphs import atomic
+from graphs.errors import InputError
+from placer import cluster as cluster_lib
+from placer import pipeline
+
+
+def check_fresh_workdir(workdir: str, resume: bool) -> None:
+    """Refuses to start over a workdir that holds a search, unless resuming."""
+    has_run = os.path.exists(os.path.join(workdir, "run.json"))
+    if has_run and not resume:
+        raise InputError(f"{workdir}: holds an earlier search; pass --resume to continue it or pick another --workdir")
+
+
+def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False, graph_path: str | None = None,
+        progress: bool = True, log=print) -> dict:
+    """Trains the RL placer and writes best_placement.json and summary.json.
+
+    Args:
+      config: a model config with `placer`, `cluster` and `measure` fields
+        (the model section is ignored when `graph_path` is given).
+      workdir: output folder (checkpoints, TensorBoard events, results).
+      steps: total policy-gradient steps (counting resumed ones); positive.
+      seed: seeds the policy weights and the sampling.
+      resume: continue the search saved in `workdir`.
+      graph_path: a graph JSON file to place instead of the config's model.
+      progress: show a progress line.
+      log: where to print the summary lines.
+
+    Returns:
+      The summary dict that is also written to summary.json.
+
+    Raises:
+      InputError: bad steps, cluster, measure kind, or a checkpoint that does not match.
+    """
+    from placer.measure import bounds, registry  # noqa: PLC0415
+    from placer.reinforce import Trainer  # noqa: PLC0415
+
+    if steps <= 0:
+        raise InputError(f"--steps must be positive, got {steps}")
+    check_fresh_workdir(workdir, resume)
+    t0 = time.time()
+    cluster = cluster_lib.load(config.cluster)
+    kind = config.measure
+    loaded = pipeline.load_graph(cluster, config=None if graph_path else config, graph_path=graph_path,
+                                 need_model=kind != "sim")
+    graph = loaded.graph
+    problem, groups = pipeline.make_problem(graph, cluster, config.placer)
+    model = loaded.model
+    measurer = registry.make_measurer(kind, graph, cluster, model=model,
+                                      metagraph=None if model is None else model.metagraph)
+    log(f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups, {cluster.num_devices} devices "
+        f"({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s")
+    trainer = Trainer(problem, measurer, config.placer, workdir, seed=seed,
+                      metadata={"cluster": cluster.name, "measure": kind})
+    start = trainer.restore() if resume else 0
+    if resume:
+        log(f"resumed at step {start}, best so far {float(trainer.best_time.numpy()):.4f} s")
+    t_train = time.time()
+    reached: list[tuple[int, float, float]] = []  # (step, seconds, best) whenever best improved
+
+    def on_step(stats):
+        if not reached or stats["best_step_time"] < reached[-1][2]:
+            reached.append((stats["step"], time.time() - t_train, stats["best_step_time"]))
+
+    last = trainer.train(steps, progress=progress, on_step=on_step)
+    trainer.save()
+    wall = time.time() - t_train
+    lb = bounds.lower_bound(graph, cluster)
+    best = float(trainer.best_time.numpy())
+    summary = {
+        "graph": graph.name,
+        "fingerprint": graph.fingerprint(),
+        "ops": graph.num_ops,
+        "groups": groups.num_groups,
+        "cluster": cluster.name,
+        "measure": kind,
+        "steps": int(trainer.step.numpy()),
+        "seed": seed,
+        "best_step_time": best if np.isfinite(best) else None,
+        "lower_bound": lb,
+        "ratio_to_lower_bound": best / lb if np.isfinite(best) and lb > 0 else None,
+        "train_seconds": wall,
+        "seconds_to_within_5pct": _time_to_within(reached, best, 0.05),
+        "steps_per_second": (int(trainer.step.numpy()) - start) / max(wall, 1e-9),
+        "last_step": last,
+    }
+    atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
+    if np.isfinite(best):
+        log(f"best step time {best:.4f} s, {best / lb:.2f}x the lower bound ({lb:.4f} s); "
+            f"{summary['steps']} steps in {wall:.1f} s")
+    else:
+        log(f"no placement ran: every sample failed ({', '.join(last.get('failures', [])) or 'unknown'}); "
+            f"{summary['steps']} steps in {wall:.1f} s")
+    return summary
+
+
+def _time_to_within(reached, best: float, tol: float) -> float | None:
+    """Seconds until the best step time first came within `tol` of the final best."""
+    for _, seconds, t in reached:
+        if t <= best * (1 + tol):
+            return seconds
+    return None

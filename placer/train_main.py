@@ -1,0 +1,42 @@
+"""placer-train: learn a placement with the RL placer.
+
+Example:
+  placer-train --config=configs/nmt.py --cluster=k80x4 --measure=sim \
+      --workdir=/tmp/nmt --steps=500 --seed=0
+"""
+
+from absl import flags
+from ml_collections import config_flags
+
+from placer import cli
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py or configs/nmt.py:tiny.")
+_GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file to place instead of the config's model.")
+_CLUSTER = flags.DEFINE_string("cluster", None, "Cluster preset or JSON file (default: the config's).")
+_MEASURE = flags.DEFINE_enum("measure", None, ["sim", "grappler", "session"], "Measurement backend.")
+_WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
+_STEPS = flags.DEFINE_integer("steps", 200, "Total policy-gradient steps.")
+_SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
+_RESUME = flags.DEFINE_bool("resume", False, "Continue the search saved in --workdir.")
+_PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
+
+
+def main(argv):
+    del argv
+    from placer import train_lib  # noqa: PLC0415 (imports TensorFlow)
+
+    config = cli.config_or_default(_CONFIG.value, _GRAPH.value)
+    if _CLUSTER.value:
+        config.cluster = _CLUSTER.value
+    if _MEASURE.value:
+        config.measure = _MEASURE.value
+    train_lib.run(config, workdir=_WORKDIR.value, steps=_STEPS.value, seed=_SEED.value, resume=_RESUME.value,
+                  graph_path=_GRAPH.value, progress=_PROGRESS.value)
+
+
+def run():
+    cli.run_main(main)
+
+
+if __name__ == "__main__":
+    run()
