@@ -37,13 +37,16 @@ def build(config) -> ModelGraph:
                                                  name="images")
             labels = tf.random.stateless_uniform([batch], seed=[seed, 1], minval=0, maxval=classes,
                                                  dtype=tf.int32, name="labels")
-        model = tf_keras.applications.InceptionV3(
-            weights=None, include_top=True, input_shape=(size, size, 3), classes=classes,
-            classifier_activation=None)
-        logits = model(images, training=True)
+        # Building on `input_tensor` (not calling the model on it) keeps one
+        # copy of the forward ops and no Keras Input placeholder; the learning
+        # phase scope puts batch norm in training mode.
+        with tf_keras.backend.learning_phase_scope(1):
+            model = tf_keras.applications.InceptionV3(
+                weights=None, include_top=True, input_tensor=images, classes=classes,
+                classifier_activation=None)
+        logits = model.output
         with tf.compat.v1.name_scope("loss"):
             xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
             loss = tf.reduce_mean(xent, name="loss")
-        updates = [u if isinstance(u, tf.Operation) else u.op for u in model.get_updates_for(images)
-                   + model.get_updates_for(None)]
+        updates = [u if isinstance(u, tf.Operation) else u.op for u in model.updates]
         return finish("inception_v3", graph, loss, config, extra_updates=updates)

@@ -30,7 +30,7 @@ class Device:
         (an op costing c seconds on the reference takes c / speed here).
       peak_gflops: peak compute, 1e9 float ops per second, for Grappler's
         analytical cost model; 0 = the reference device of its type times
-        `speed` (graphs/costs.py REFERENCE_DEVICES).
+        `speed` (placer/measure/tf_util.py REFERENCE_DEVICES).
       memory_bandwidth: device memory bandwidth, bytes per second, for
         Grappler; 0 = the reference device of its type times `speed`.
     """

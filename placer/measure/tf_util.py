@@ -1,0 +1,149 @@
+"""TensorFlow helpers shared by the Grappler and session backends and costs.
+
+Grappler's analytical cost model (OpLevelCostEstimator) reads a device's
+peak compute and memory bandwidth from its DeviceProperties: for a GPU,
+gflops = num_cores x frequency (MHz) x 1e-3 x cores per multiprocessor (192
+for architecture "3", Kepler) x 2, and for a CPU, gflops = num_cores x
+frequency x 1e-3; bandwidth is given in KB/s. We set num_cores to 1 and put
+the whole peak into `frequency`, so any peak can be expressed exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+from tensorflow.core.protobuf import device_properties_pb2, meta_graph_pb2
+
+from graphs.op_graph import OpGraph
+from placer.cluster import Cluster, Device
+
+# Reference devices of each type: compute costs are seconds on these.
+#  GPU: one die of an NVIDIA K80 (GK210, the paper's GPU, Mirhoseini et al.
+#    2017 section 4): 13 SMX x 192 cores x 2 flops x 875 MHz boost = 4368
+#    GFLOPS single precision, 240 GB/s, 12 GB (NVIDIA Tesla K80 datasheet).
+#  CPU: the paper's 18-core Haswell (Xeon E5-2699 v3, 2.3 GHz): 18 cores x
+#    2.3 GHz x 32 single-precision flops per cycle (two AVX2 FMA units) =
+#    1324.8 GFLOPS, 4 channels of DDR4-2133 = 68 GB/s (Intel ARK).
+REFERENCE_DEVICES = {
+    "GPU": {"peak_gflops": 4368.0, "memory_bandwidth": 240e9},
+    "CPU": {"peak_gflops": 1324.8, "memory_bandwidth": 68e9},
+}
+_OTHER = {"peak_gflops": 100.0, "memory_bandwidth": 12e9}  # Grappler's own default.
+_GPU_FLOPS_PER_CORE_CYCLE = 192 * 2  # Kepler cores per SMX x flops per FMA.
+
+
+def device_performance(device: Device, reference: bool = False) -> tuple[float, float]:
+    """Returns (peak GFLOPS, memory bandwidth in bytes/s) of a cluster device.
+
+    Args:
+      device: the cluster device; its `peak_gflops` / `memory_bandwidth` win
+        when set (> 0), else the reference device of its type times `speed`.
+      reference: if True, the reference device of that type (divides the
+        device's own figures by its speed, so a K80 preset with speed 1.0 and
+        an explicit peak is its own reference).
+    """
+    ref = REFERENCE_DEVICES.get(device.type, _OTHER)
+    scale = 1.0 if reference else device.speed
+    div = device.speed if reference else 1.0
+    gflops = device.peak_gflops / div if device.peak_gflops > 0 else ref["peak_gflops"] * scale
+    bw = device.memory_bandwidth / div if device.memory_bandwidth > 0 else ref["memory_bandwidth"] * scale
+    return gflops, bw
+
+
+def device_properties(device: Device, reference: bool = False) -> device_properties_pb2.DeviceProperties:
+    """Grappler DeviceProperties with the device's peak compute and bandwidth.
+
+    Args:
+      device: the cluster device.
+      reference: describe the reference device of its type (for per-type costs).
+    """
+    gflops, bw = device_performance(device, reference)
+    props = device_properties_pb2.DeviceProperties(
+        type=device.type,
+        num_cores=1,
+        memory_size=int(device.memory_bytes),
+        bandwidth=max(int(bw / 1e3), 1),  # KB/s
+    )
+    if device.type == "GPU":
+        props.frequency = max(int(round(gflops * 1e3 / _GPU_FLOPS_PER_CORE_CYCLE)), 1)
+        props.environment["architecture"] = "3"
+    else:
+        props.frequency = max(int(round(gflops * 1e3)), 1)
+    return props
+
+
+def virtual_cluster(devices: Sequence[Device], reference: bool = False):
+    """A Grappler virtual cluster (no hardware needed) with these devices."""
+    from tensorflow.python.grappler import cluster as gcluster  # noqa: PLC0415
+
+    named = [
+        device_properties_pb2.NamedDevice(name=d.name, properties=device_properties(d, reference)) for d in devices
+    ]
+    return gcluster.Cluster(devices=named, disable_detailed_stats=False, disable_timeline=False)
+
+
+def placed_metagraph(
+    metagraph: meta_graph_pb2.MetaGraphDef, graph: OpGraph, devices: np.ndarray, device_names: Sequence[str]
+) -> meta_graph_pb2.MetaGraphDef:
+    """Returns a copy of `metagraph` with each node's device set from a placement.
+
+    Args:
+      metagraph: the model's MetaGraphDef.
+      graph: the OpGraph extracted from it (op order of `devices`).
+      devices: [n_ops] device index per op of `graph`.
+      device_names: device names by index.
+
+    Nodes missing from `graph` keep their device.
+    """
+    mg = meta_graph_pb2.MetaGraphDef()
+    mg.CopyFrom(metagraph)
+    index = graph.index()
+    for node in mg.graph_def.node:
+        i = index.get(node.name)
+        if i is not None:
+            node.device = device_names[int(devices[i])]
+    return mg
+
+
+def single_device_metagraph(metagraph: meta_graph_pb2.MetaGraphDef, device_name: str) -> meta_graph_pb2.MetaGraphDef:
+    """Returns a copy of `metagraph` with every node on `device_name`."""
+    mg = meta_graph_pb2.MetaGraphDef()
+    mg.CopyFrom(metagraph)
+    for node in mg.graph_def.node:
+        node.device = device_name
+    return mg
+
+
+_DEVICE_RE = re.compile(r"(?:device:)?([A-Za-z_]+):(\d+)")
+
+
+def short_device_name(name: str) -> str:
+    """'/job:localhost/replica:0/task:0/device:GPU:0/stream:all' -> '/device:GPU:0'."""
+    for part in name.split("/"):
+        m = _DEVICE_RE.fullmatch(part)
+        if m and m.group(1).lower() not in ("replica", "task", "stream", "job"):
+            return f"/device:{m.group(1).upper()}:{m.group(2)}"
+    return name
+
+
+def colocation_violation(graph: OpGraph, devices: np.ndarray) -> str | None:
+    """Returns a message if ops sharing a colocation key sit on different devices."""
+    seen: dict[str, int] = {}
+    for i, key in enumerate(graph.colocation):
+        if not key:
+            continue
+        d = int(devices[i])
+        if seen.setdefault(key, d) != d:
+            return f"colocation: op {graph.names[i]!r} of colocation group {key!r} is on another device than the group"
+    return None
+
+
+def cross_device_bytes(graph: OpGraph, devices: np.ndarray) -> float:
+    """Bytes of data edges between devices, one copy per (producer, device, size)."""
+    dev = np.asarray(devices)
+    cross = (dev[graph.edge_src] != dev[graph.edge_dst]) & ~graph.edge_control
+    sent = {(int(s), int(dev[d]), int(b)) for s, d, b in zip(graph.edge_src[cross], graph.edge_dst[cross],
+                                                               graph.edge_bytes[cross])}
+    return float(sum(b for _, _, b in sent))
