@@ -111,8 +111,8 @@ def compute_weight(graph: OpGraph, cluster: Cluster) -> np.ndarray:
     """
     types = sorted({d.type for d in cluster.devices})
     cols = np.stack([graph.cost_for(t) for t in types], axis=1)
-    with np.errstate(all="ignore"):
-        mean = np.nanmean(np.where(np.isnan(cols).all(axis=1, keepdims=True), 0.0, cols), axis=1)
+    known = ~np.isnan(cols)
+    mean = np.where(known, cols, 0.0).sum(axis=1) / np.maximum(known.sum(axis=1), 1)
     if "GPU" in types:
         gpu = graph.cost_for("GPU")
         mean = np.where(np.isnan(gpu), mean, gpu)

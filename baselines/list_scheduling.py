@@ -206,7 +206,7 @@ def _bottom_level(graph: OpGraph, w: np.ndarray, src: np.ndarray, dst: np.ndarra
     """Returns [n] seconds of the longest path from each op to a sink (op times only)."""
     bl = w.astype(np.float64).copy()
     order = np.argsort(-src, kind="stable")
-    for s, d in zip(src[order].tolist(), dst[order].tolist()):
+    for s, d in zip(src[order].tolist(), dst[order].tolist(), strict=True):
         if w[s] + bl[d] > bl[s]:
             bl[s] = w[s] + bl[d]
     return bl
@@ -235,7 +235,7 @@ def topo_assign(graph: OpGraph, cluster: Cluster, targets: list[int]) -> np.ndar
     load = np.zeros(cluster.num_devices)
     power = common.device_power(graph, cluster)
     tw = power[targets] / power[targets].sum()
-    share = dict(zip(targets, tw * w[mask[:, targets].any(axis=1)].sum()))
+    share = dict(zip(targets, tw * w[mask[:, targets].any(axis=1)].sum(), strict=True))
     sid, sets = _colocation_map(graph)
     dev = np.full(n, -1, dtype=np.int64)
     k = 0

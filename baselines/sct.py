@@ -40,7 +40,7 @@ from graphs.op_graph import OpGraph
 from placer.cluster import Cluster
 from placer.placement import Placement
 
-LP_MAX_VARS = 30_000  # edges + ops + 1 above which the greedy rule is used
+LP_MAX_VARS = 8_000  # edges + ops + 1 above which the greedy rule is used (~2,000 ops: a few s)
 LP_TIME_LIMIT = 20.0  # seconds HiGHS may take before the greedy rule is used
 
 
@@ -51,8 +51,8 @@ def sct_costs(graph: OpGraph, cluster: Cluster, targets: list[int]):
       (p [n] seconds per op, src [m], dst [m], c [m] seconds per merged edge).
     """
     t = common.op_times(graph, cluster)[:, targets]
-    with np.errstate(all="ignore"):
-        p = np.nan_to_num(np.nanmean(t, axis=1), nan=0.0)
+    known = ~np.isnan(t)
+    p = np.where(known, t, 0.0).sum(axis=1) / np.maximum(known.sum(axis=1), 1)
     src, dst, b = common.merged_edges(graph)
     if len(targets) > 1:
         off = ~np.eye(len(targets), dtype=bool)
@@ -64,8 +64,9 @@ def sct_costs(graph: OpGraph, cluster: Cluster, targets: list[int]):
     return p, src, dst, c
 
 
-def lp_favourites(n: int, p: np.ndarray, src: np.ndarray, dst: np.ndarray, c: np.ndarray,
-                  time_limit: float = LP_TIME_LIMIT) -> np.ndarray | None:
+def lp_favourites(
+    n: int, p: np.ndarray, src: np.ndarray, dst: np.ndarray, c: np.ndarray, time_limit: float = LP_TIME_LIMIT
+) -> np.ndarray | None:
     """Solves the SCT LP relaxation (module docstring).
 
     Args:
@@ -105,16 +106,18 @@ def lp_favourites(n: int, p: np.ndarray, src: np.ndarray, dst: np.ndarray, c: np
     vals += [np.ones(n), -np.ones(n)]
     rhs.append(-p)
     r += n
-    a = scipy.sparse.csr_matrix(
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, nv)
-    )
+    a = scipy.sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, nv))
     obj = np.zeros(nv)
     obj[-1] = 1.0
     bounds = np.zeros((nv, 2))
     bounds[:m, 1] = 1.0
     bounds[m:, 1] = np.inf
     res = scipy.optimize.linprog(
-        obj, A_ub=a, b_ub=np.concatenate(rhs), bounds=bounds, method="highs",
+        obj,
+        A_ub=a,
+        b_ub=np.concatenate(rhs),
+        bounds=bounds,
+        method="highs",
         options={"time_limit": float(time_limit)},
     )
     if res.status != 0 or res.x is None:
@@ -138,8 +141,14 @@ def pick_favourites(n: int, src: np.ndarray, dst: np.ndarray, order: np.ndarray)
     return fav
 
 
-def favourites(graph: OpGraph, cluster: Cluster, targets: list[int], *, lp_max_vars: int = LP_MAX_VARS,
-               lp_time_limit: float = LP_TIME_LIMIT) -> tuple[np.ndarray, str]:
+def favourites(
+    graph: OpGraph,
+    cluster: Cluster,
+    targets: list[int],
+    *,
+    lp_max_vars: int = LP_MAX_VARS,
+    lp_time_limit: float = LP_TIME_LIMIT,
+) -> tuple[np.ndarray, str]:
     """Returns ([n] favourite child per op or -1, "lp" or "greedy")."""
     p, src, dst, c = sct_costs(graph, cluster, targets)
     n, m = graph.num_ops, len(src)
@@ -157,8 +166,16 @@ def favourites(graph: OpGraph, cluster: Cluster, targets: list[int], *, lp_max_v
     return pick_favourites(n, src, dst, order), "greedy"
 
 
-def place(graph: OpGraph, cluster: Cluster, *, seed=None, use_cpu: bool = False, lp_max_vars: int = LP_MAX_VARS,
-          lp_time_limit: float = LP_TIME_LIMIT, **options) -> Placement:
+def place(
+    graph: OpGraph,
+    cluster: Cluster,
+    *,
+    seed=None,
+    use_cpu: bool = False,
+    lp_max_vars: int = LP_MAX_VARS,
+    lp_time_limit: float = LP_TIME_LIMIT,
+    **options,
+) -> Placement:
     """Baechi's m-SCT placement.
 
     Args:
@@ -177,5 +194,6 @@ def place(graph: OpGraph, cluster: Cluster, *, seed=None, use_cpu: bool = False,
     targets = targets_of(cluster, "m_sct", use_cpu)
     fav, how = favourites(graph, cluster, targets, lp_max_vars=lp_max_vars, lp_time_limit=lp_time_limit)
     sched = etf_schedule(graph, cluster, targets, favourite=fav)
-    return common.finish(graph, cluster, sched.devices, "m_sct", use_cpu=use_cpu, favourite=how,
-                         estimated_step_time=sched.makespan)
+    return common.finish(
+        graph, cluster, sched.devices, "m_sct", use_cpu=use_cpu, favourite=how, estimated_step_time=sched.makespan
+    )

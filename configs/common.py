@@ -47,3 +47,36 @@ def attach(config: ml_collections.ConfigDict, cluster: str = "k80x4", measure: s
     config.cluster = cluster  # preset name in configs/clusters or a JSON path.
     config.measure = measure  # sim | grappler | session
     return config
+
+
+def parse_variant(variant: str, keys: tuple[str, ...] = ("layers", "batch")) -> tuple[bool, dict[str, int]]:
+    """Parses a model config variant such as "", "tiny", "layers=4" or "tiny,layers=4".
+
+    Args:
+      variant: comma-separated tokens: "tiny" (small sizes), or key=value
+        integer overrides with a key from `keys`.
+      keys: the override keys the model accepts.
+
+    Returns:
+      (tiny, overrides): whether "tiny" was given, and the integer overrides.
+
+    Raises:
+      InputError: an unknown token, key or a value that is not a positive integer.
+    """
+    from graphs.errors import InputError  # noqa: PLC0415
+
+    tiny, overrides = False, {}
+    for token in (t.strip() for t in variant.split(",")):
+        if not token:
+            continue
+        if token == "tiny":
+            tiny = True
+            continue
+        key, sep, value = token.partition("=")
+        if not sep or key not in keys:
+            raise InputError(f"config variant {variant!r}: unknown token {token!r} "
+                             f"(valid: tiny, {', '.join(k + '=N' for k in keys)})")
+        if not value.isdigit() or int(value) <= 0:
+            raise InputError(f"config variant {variant!r}: {key} must be a positive integer, got {value!r}")
+        overrides[key] = int(value)
+    return tiny, overrides

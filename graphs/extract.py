@@ -255,7 +255,7 @@ def extract(source, *, name: str) -> OpGraph:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel_device_types(op_type: str) -> frozenset[str]:
     """Returns the device types TF has a kernel registered for, for `op_type`.
 
@@ -312,4 +312,3 @@ def metagraph_of(source, fetch: Sequence[str] = ()) -> meta_graph_pb2.MetaGraphD
         fetch = [n.name for n in mg.graph_def.node if n.name not in consumed]
     mg.collection_def["train_op"].node_list.value.extend(fetch)
     return mg
-

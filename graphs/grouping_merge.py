@@ -76,7 +76,7 @@ class Merger:
         cross = cs != cd
         self.succ: dict[int, set[int]] = {c: set() for c in self.ngroups}
         self.pred: dict[int, set[int]] = {c: set() for c in self.ngroups}
-        for a, b in zip(cs[cross].tolist(), cd[cross].tolist()):
+        for a, b in zip(cs[cross].tolist(), cd[cross].tolist(), strict=True):
             self.succ[a].add(b)
             self.pred[b].add(a)
         comps = sorted(self.ngroups)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2
 
@@ -62,8 +63,8 @@ def weight(name: str, shape: list[int], scale: float = 0.08) -> tf.Variable:
 def lstm_step(x: tf.Tensor, h: tf.Tensor, c: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """One time step of an LSTM cell, as explicit ops (no fused kernel, no loop).
 
-    The gates follow Zaremba et al. 2014 with a forget-gate bias of 1.0
-    (Jozefowicz et al. 2015).
+    The gates follow Zaremba et al. 2014; the forget-gate bias starts at 1.0
+    (Jozefowicz et al. 2015) through the bias initialiser.
 
     Args:
       x: [batch, input] float32 input.
@@ -77,7 +78,7 @@ def lstm_step(x: tf.Tensor, h: tf.Tensor, c: tf.Tensor, kernel: tf.Tensor, bias:
     """
     z = tf.nn.bias_add(tf.matmul(tf.concat([x, h], axis=1), kernel), bias)
     i, j, f, o = tf.split(z, 4, axis=1)
-    c_new = c * tf.sigmoid(f + 1.0) + tf.sigmoid(i) * tf.tanh(j)
+    c_new = c * tf.sigmoid(f) + tf.sigmoid(i) * tf.tanh(j)
     h_new = tf.tanh(c_new) * tf.sigmoid(o)
     return h_new, c_new
 
@@ -93,9 +94,10 @@ class LSTMLayer:
     def __init__(self, input_size: int, hidden_size: int):
         self.hidden_size = hidden_size
         self.kernel_var = weight("kernel", [input_size + hidden_size, 4 * hidden_size])
+        forget_one = np.zeros(4 * hidden_size, np.float32)
+        forget_one[2 * hidden_size : 3 * hidden_size] = 1.0  # gate order i, j, f, o
         self.bias_var = tf.compat.v1.get_variable(
-            "bias", shape=[4 * hidden_size], dtype=tf.float32,
-            initializer=tf.compat.v1.zeros_initializer(), use_resource=True)
+            "bias", dtype=tf.float32, initializer=tf.constant(forget_one), use_resource=True)
         self.kernel = self.kernel_var.read_value()
         self.bias = self.bias_var.read_value()
 
@@ -149,7 +151,9 @@ def finish(name: str, graph: tf.Graph, loss: tf.Tensor, config, extra_updates=()
     """
     opt = make_optimizer(config.get("optimizer", "sgd"), float(config.get("learning_rate", 0.1)))
     variables = graph.get_collection(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES)
-    grads_and_vars = opt.compute_gradients(loss, var_list=variables, colocate_gradients_with_ops=False)
+    # GATE_NONE: no identity "gate" ops around each gradient (they would add a
+    # fifth of the graph's ops and only fix the order of gradient reads).
+    grads_and_vars = opt.compute_gradients(loss, var_list=variables, gate_gradients=opt.GATE_NONE)
     update = opt.apply_gradients(grads_and_vars)
     if extra_updates:
         with tf.control_dependencies([update, *extra_updates]):

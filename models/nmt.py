@@ -51,13 +51,13 @@ def _encoder(xs, layers, hidden, batch):
 class _Attention:
     """Bahdanau et al. 2015 additive attention over the encoder's top outputs."""
 
-    def __init__(self, memory: list[tf.Tensor], hidden: int, attention_size: int):
+    def __init__(self, memory: list[tf.Tensor], batch: int, hidden: int, attention_size: int):
         with tf.compat.v1.variable_scope("attention"):
             self.w_query = weight("query_kernel", [hidden, attention_size]).read_value()
             w_keys = weight("keys_kernel", [hidden, attention_size])
             self.v = weight("score_vector", [attention_size]).read_value()
             self.memory = tf.stack(memory, axis=1)  # [batch, src_len, hidden]
-            b, s = tf.shape(self.memory)[0], len(memory)
+            b, s = batch, len(memory)
             keys = tf.matmul(tf.reshape(self.memory, [-1, hidden]), w_keys)
             self.keys = tf.reshape(keys, [b, s, attention_size], name="keys")
 
@@ -66,8 +66,8 @@ class _Attention:
         with tf.compat.v1.name_scope(f"attention/t_{step}/"):
             q = tf.expand_dims(tf.matmul(query, self.w_query), 1)
             scores = tf.reduce_sum(self.v * tf.tanh(self.keys + q), axis=2)
-            alpha = tf.expand_dims(tf.nn.softmax(scores), 2)
-            return tf.reduce_sum(alpha * self.memory, axis=1)
+            alpha = tf.expand_dims(tf.nn.softmax(scores), 1)  # [batch, 1, src_len]
+            return tf.squeeze(tf.matmul(alpha, self.memory), 1)
 
 
 def build(config) -> ModelGraph:
@@ -98,7 +98,7 @@ def build(config) -> ModelGraph:
         with tf.compat.v1.variable_scope("decoder/embedding"):
             tgt_x = tf.unstack(tf.nn.embedding_lookup(weight("table", [tgt_vocab, emb_size]), dec_in), axis=1)
         memory, finals = _encoder(src_x, layers, hidden, batch)
-        attention = _Attention(memory, hidden, att_size)
+        attention = _Attention(memory, batch, hidden, att_size)
         with tf.compat.v1.variable_scope("decoder"):
             cells = []
             for i in range(layers):

@@ -12,7 +12,10 @@ def run_main(main: Callable[[list[str]], None]) -> None:
     """Runs an absl `main`, turning InputError into one stderr line and exit status 2."""
     from absl import app  # noqa: PLC0415
 
+    started = []
+
     def wrapped(argv):
+        started.append(True)
         try:
             main(argv)
         except InputError as e:
@@ -24,6 +27,16 @@ def run_main(main: Callable[[list[str]], None]) -> None:
     except InputError as e:  # raised while absl parsed flags (config files)
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except Exception as e:  # a config file that fails to load while flags are parsed
+        if started:
+            raise
+        print(f"error: bad flag or config file: {one_line(e)}", file=sys.stderr)
+        sys.exit(2)
+
+
+def one_line(exc: BaseException) -> str:
+    """Returns the exception's type and message on one line."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 def config_error(flag_name: str, exc: BaseException) -> InputError:

@@ -23,7 +23,7 @@ How one epoch is allocated (`SlaqAllocator.allocate`):
   This is done vectorised: marginals for s up to a per-job candidate count C
   (about twice the mean share) as one [jobs, C] numpy array, a top-k by
   np.argpartition, and only the jobs whose C candidates were all taken get
-  more candidates (C doubles) and are re-selected. 4,000 jobs on 16,384 slots
+  more candidates (C grows fourfold) and are re-selected. 4,000 jobs on 16,384 slots
   take a few milliseconds (bench/slaq.py).
 * Max-min objective: the key of slot s + 1 is instead the job's predicted
   normalised loss after the epoch with s slots, q_j(s) = (P_j - A_j) / (L0_j - A_j)
@@ -58,8 +58,14 @@ class JobState:
       max_slots: most slots the job can use (e.g. a search's samples per step); None = unlimited.
     """
 
-    def __init__(self, job_id: Hashable, *, max_slots: int | None = None, decay: float = slaq_curves.DEFAULT_DECAY,
-                 window: int = slaq_curves.DEFAULT_WINDOW):
+    def __init__(
+        self,
+        job_id: Hashable,
+        *,
+        max_slots: int | None = None,
+        decay: float = slaq_curves.DEFAULT_DECAY,
+        window: int = slaq_curves.DEFAULT_WINDOW,
+    ):
         self.job_id = job_id
         self.max_slots = max_slots
         self._decay = decay
@@ -71,6 +77,7 @@ class JobState:
         self._seconds: list[float] = []
         self._fit: CurveFit | None = None
         self._runtime: RuntimeModel | None = None
+        self._row: tuple | None = None
 
     def report(self, iteration: float, loss: float, seconds: float | None = None, slots: int | None = None) -> None:
         """Records one finished iteration.
@@ -88,6 +95,7 @@ class JobState:
         self._iters.append(float(iteration))
         self._losses.append(float(loss))
         self._fit = None
+        self._row = None
         if seconds is not None and slots is not None and slots >= 1 and seconds > 0:
             self._slots.append(float(slots))
             self._seconds.append(float(seconds))
@@ -110,8 +118,9 @@ class JobState:
         """The loss-curve fit of the recent history (refitted after new reports)."""
         if self._fit is None:
             start = max(0, len(self._iters) - self._window)
-            self._fit = slaq_curves.fit_curve(self._iters[start:], self._losses[start:], decay=self._decay,
-                                              window=self._window)
+            self._fit = slaq_curves.fit_curve(
+                self._iters[start:], self._losses[start:], decay=self._decay, window=self._window
+            )
         return self._fit
 
     def runtime(self) -> RuntimeModel:
@@ -121,7 +130,12 @@ class JobState:
         return self._runtime
 
     def model_row(self) -> tuple:
-        """Everything the vectorised allocator needs, as one row of floats."""
+        """Everything the vectorised allocator needs, as one row of floats (cached until the next report)."""
+        if self._row is None:
+            self._row = self._make_row()
+        return self._row
+
+    def _make_row(self) -> tuple:
         cap = float(self.max_slots) if self.max_slots else math.inf
         rt = self.runtime()
         if len(self._losses) < 2 or self._max_change <= 0:
@@ -130,13 +144,44 @@ class JobState:
             # Unknown curve: one normalised unit per iteration (see module docstring).
             return (0, 0.0, 0.0, 0.0, 0.0, it, 0.0, 1.0, it, last, 1.0, 1.0, rt.a, rt.b, cap, last, -math.inf)
         f = self.curve()
-        return (f.code, *f.params, f.k0, f.loc, f.scale, f.last_iter, f.last_loss, f.mean_change, self._max_change,
-                rt.a, rt.b, cap, self._losses[0], f.asymptote)
+        return (
+            f.code,
+            *f.params,
+            f.k0,
+            f.loc,
+            f.scale,
+            f.last_iter,
+            f.last_loss,
+            f.mean_change,
+            self._max_change,
+            rt.a,
+            rt.b,
+            cap,
+            self._losses[0],
+            f.asymptote,
+        )
 
 
 def _unpack(rows: np.ndarray) -> dict[str, np.ndarray]:
-    names = ("code", "p0", "p1", "p2", "p3", "k0", "loc", "scale", "last_iter", "last_loss", "mean_change",
-             "max_change", "rt_a", "rt_b", "cap", "first_loss", "asymptote")
+    names = (
+        "code",
+        "p0",
+        "p1",
+        "p2",
+        "p3",
+        "k0",
+        "loc",
+        "scale",
+        "last_iter",
+        "last_loss",
+        "mean_change",
+        "max_change",
+        "rt_a",
+        "rt_b",
+        "cap",
+        "first_loss",
+        "asymptote",
+    )
     return {n: rows[:, i : i + 1] for i, n in enumerate(names)}
 
 
@@ -220,25 +265,28 @@ class SlaqAllocator:
         """[J] slots beyond the first per job: the `extra` largest keys (see module docstring)."""
         n = m["code"].shape[0]
         cap = np.minimum(m["cap"][:, 0], extra + 1.0)  # a job never needs more than all extra slots
-        counts = np.zeros(n, dtype=np.int64)
         if extra <= 0:
-            return counts
-        width = np.full(n, int(min(max(4, 2 * math.ceil(extra / n) + 2), extra)))
-        keys: list[np.ndarray] = [np.empty(0)] * n
+            return np.zeros(n, dtype=np.int64)
+        width = int(min(max(4, 2 * math.ceil(extra / n) + 2), extra))
+        lengths = np.full(n, width)
         todo = np.arange(n)
+        blocks: list[np.ndarray] = []  # [rows, width] keys of the jobs (re)computed in one round
+        owners: list[np.ndarray] = []  # [rows] job of each block row
         while True:
-            w = int(width[todo].max())
             sub = {k: v[todo] for k, v in m.items()}
-            block = _slot_keys(sub, np.arange(2.0, w + 2.0), self.epoch_s, self.objective)
-            for r, j in enumerate(todo):
-                keys[j] = block[r]
-            lengths = np.array([k.size for k in keys])
-            flat = np.concatenate(keys)
-            owner = np.repeat(np.arange(n), lengths)
-            usable = int(np.sum(np.isfinite(flat)))
-            take = min(extra, usable)
+            block = _slot_keys(sub, np.arange(2.0, width + 2.0), self.epoch_s, self.objective)
+            for b, rows in zip(blocks, owners, strict=True):  # retire the widened jobs' old keys
+                old = np.isin(rows, todo)
+                if np.any(old):
+                    b[old] = -np.inf
+            blocks.append(block)
+            owners.append(todo)
+            lengths[todo] = width
+            flat = np.concatenate([b.ravel() for b in blocks])
+            owner = np.concatenate([np.repeat(rows, b.shape[1]) for b, rows in zip(blocks, owners, strict=True)])
+            take = min(extra, int(np.sum(np.isfinite(flat))))
             if take == 0:
-                return counts
+                return np.zeros(n, dtype=np.int64)
             top = np.argpartition(-flat, take - 1)[:take] if take < flat.size else np.arange(flat.size)
             counts = np.bincount(owner[top], minlength=n)
             # Jobs whose every candidate was taken may deserve more: widen them.
@@ -246,7 +294,7 @@ class SlaqAllocator:
             if not np.any(full):
                 return counts
             todo = np.flatnonzero(full)
-            width[todo] = np.minimum(2 * lengths[todo], extra)
+            width = int(min(4 * width, extra))
 
 
 class FairAllocator:

@@ -17,6 +17,7 @@ arrays; numpy and scipy only (no TensorFlow).
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -119,8 +120,9 @@ def _mean_change(iters: np.ndarray, losses: np.ndarray) -> float:
 def _fallback(iters: np.ndarray, losses: np.ndarray) -> CurveFit:
     last_iter = float(iters[-1]) if iters.size else 0.0
     last_loss = float(losses[-1]) if losses.size else 0.0
-    return CurveFit(MEAN_CHANGE, (0.0, 0.0, 0.0, 0.0), last_iter, last_loss, 1.0, last_iter, last_loss,
-                    _mean_change(iters, losses))
+    return CurveFit(
+        MEAN_CHANGE, (0.0, 0.0, 0.0, 0.0), last_iter, last_loss, 1.0, last_iter, last_loss, _mean_change(iters, losses)
+    )
 
 
 def _initial_guesses(x: np.ndarray, z: np.ndarray) -> dict[int, list[np.ndarray]]:
@@ -158,28 +160,39 @@ def _to_theta(code: int, p: np.ndarray) -> np.ndarray:
     return np.concatenate([np.log(np.maximum(p[:n], 1e-12)), p[n:size]])
 
 
+def _exp(v: float) -> float:
+    return math.exp(min(max(v, -50.0), 50.0))
+
+
 def _residual_and_jacobian(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarray):
-    """Weighted residual sw * (f(x) - z) of a family and its Jacobian in log-parameters."""
+    """Weighted residual sw * (f(x) - z) of a family and its Jacobian in log-parameters.
+
+    The Jacobian is returned transposed ([params, points], leastsq's col_deriv=1).
+    """
     x2 = x * x
+    jac = np.empty((4 if code == 1 else 3, x.size))
+    jac[-1] = sw
 
     def residual(theta):
-        e = np.exp(np.clip(theta, -50.0, 50.0))
         if code == 1:
-            return sw * (1.0 / (e[0] * x2 + e[1] * x + e[2]) + theta[3] - z)
+            return sw * (1.0 / (_exp(theta[0]) * x2 + _exp(theta[1]) * x + _exp(theta[2])) + theta[3] - z)
         if code == 2:
-            return sw * (1.0 / (e[0] * x + e[1]) + theta[2] - z)
-        return sw * (e[0] * np.exp(-e[1] * x) + theta[2] - z)
+            return sw * (1.0 / (_exp(theta[0]) * x + _exp(theta[1])) + theta[2] - z)
+        return sw * (_exp(theta[0]) * np.exp(-_exp(theta[1]) * x) + theta[2] - z)
 
     def jacobian(theta):
-        e = np.exp(np.clip(theta, -50.0, 50.0))
+        e0, e1 = _exp(theta[0]), _exp(theta[1])
         if code == 1:
-            g = -sw / (e[0] * x2 + e[1] * x + e[2]) ** 2
-            return np.stack([g * e[0] * x2, g * e[1] * x, g * e[2], sw], axis=1)
-        if code == 2:
-            g = -sw / (e[0] * x + e[1]) ** 2
-            return np.stack([g * e[0] * x, g * e[1], sw], axis=1)
-        g = sw * e[0] * np.exp(-e[1] * x)
-        return np.stack([g, -g * e[1] * x, sw], axis=1)
+            e2 = _exp(theta[2])
+            g = -sw / (e0 * x2 + e1 * x + e2) ** 2
+            jac[0], jac[1], jac[2] = g * (e0 * x2), g * (e1 * x), g * e2
+        elif code == 2:
+            g = -sw / (e0 * x + e1) ** 2
+            jac[0], jac[1] = g * (e0 * x), g * e1
+        else:
+            g = sw * e0 * np.exp(-e1 * x)
+            jac[0], jac[1] = g, -g * (e1 * x)
+        return jac
 
     return residual, jacobian
 
@@ -199,7 +212,7 @@ def _fit_family(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarray, starts:
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                theta, ier = optimize.leastsq(residual, theta0, Dfun=jacobian, maxfev=_MAX_NFEV)[:2]
+                theta, ier = optimize.leastsq(residual, theta0, Dfun=jacobian, col_deriv=1, maxfev=_MAX_NFEV)[:2]
                 fun = residual(theta)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError, TypeError):
             continue
@@ -211,8 +224,9 @@ def _fit_family(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarray, starts:
     return best
 
 
-def fit_curve(iters, losses, *, decay: float = DEFAULT_DECAY, window: int = DEFAULT_WINDOW,
-              min_points: int = MIN_POINTS) -> CurveFit:
+def fit_curve(
+    iters, losses, *, decay: float = DEFAULT_DECAY, window: int = DEFAULT_WINDOW, min_points: int = MIN_POINTS
+) -> CurveFit:
     """Fits a job's loss history to the SLAQ convergence families.
 
     Each family is fitted by weighted least squares (scipy.optimize.least_squares)
@@ -252,8 +266,18 @@ def fit_curve(iters, losses, *, decay: float = DEFAULT_DECAY, window: int = DEFA
         return _fallback(iters, losses)
     code, p, cost = best
     asym = p[3] if code == 1 else p[2]
-    return CurveFit(FAMILIES[code], tuple(float(v) for v in p), k0, loc, scale, float(iters[-1]),
-                    float(losses[-1]), _mean_change(iters, losses), cost, min(loc + scale * float(asym), loc))
+    return CurveFit(
+        FAMILIES[code],
+        tuple(float(v) for v in p),
+        k0,
+        loc,
+        scale,
+        float(iters[-1]),
+        float(losses[-1]),
+        _mean_change(iters, losses),
+        cost,
+        min(loc + scale * float(asym), loc),
+    )
 
 
 def predict_many(fit: CurveFit, ks) -> np.ndarray:

@@ -52,10 +52,13 @@ class Units:
       succ_ptr, succ_unit, succ_data: unit-level successor CSR (deduplicated);
         succ_data is True when at least one data edge joins the two units.
       indeg: [U] number of distinct predecessor units.
-      ent_unit, ent_cons, ent_bytes, ent_pstart: cross-unit data sent per
-        (producer op, consumer unit), bytes = the largest edge between them,
-        sorted by producer op; ent_pstart indexes the first entry of each
-        producer op and ent_unit is that producer's unit.
+      pair_unit, pair_cons, pair_bytes, pair_count: data sent by producer ops
+        that feed exactly one other unit, summed per (unit, consumer unit),
+        sorted by unit.
+      ent_unit, ent_cons, ent_bytes, ent_pstart: data sent by producer ops
+        feeding several other units, per (producer op, consumer unit), bytes
+        = the largest edge between them, sorted by producer op; ent_pstart
+        indexes the first entry of each producer and ent_unit is its unit.
       acyclic: whether the unit graph has no cycle.
     """
 
@@ -70,6 +73,10 @@ class Units:
     succ_unit: np.ndarray
     succ_data: np.ndarray
     indeg: np.ndarray
+    pair_unit: np.ndarray
+    pair_cons: np.ndarray
+    pair_bytes: np.ndarray
+    pair_count: np.ndarray
     ent_unit: np.ndarray
     ent_cons: np.ndarray
     ent_bytes: np.ndarray
@@ -122,11 +129,18 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
     ebytes = np.full(len(ukey), -1, dtype=np.int64)
     np.maximum.at(ebytes, inv, graph.edge_bytes[xd])
     ent_op, ent_cons = ukey // max(num_units, 1), ukey % max(num_units, 1)
+    seg = np.bincount(ent_op, minlength=n)
+    single = seg[ent_op] == 1
+    pkey, pinv = np.unique(unit[ent_op[single]] * num_units + ent_cons[single], return_inverse=True)
+    pair_bytes = np.bincount(pinv, weights=ebytes[single], minlength=len(pkey))
+    pair_count = np.bincount(pinv, minlength=len(pkey))
+    ent_op, ent_cons, ebytes = ent_op[~single], ent_cons[~single], ebytes[~single]
     ent_pstart = np.flatnonzero(np.r_[True, ent_op[1:] != ent_op[:-1]]) if len(ent_op) else np.zeros(0, np.int64)
 
     external, transient = _activation_bytes(graph, unit, num_units, src, dst, data)
     return Units(unit, num_units, cost, offset, persistent, external, transient, succ_ptr, ud, succ_data,
-                 indeg, unit[ent_op[ent_pstart]] if len(ent_op) else np.zeros(0, np.int64), ent_cons,
+                 indeg, pkey // max(num_units, 1), pkey % max(num_units, 1), pair_bytes, pair_count,
+                 unit[ent_op[ent_pstart]] if len(ent_op) else np.zeros(0, np.int64), ent_cons,
                  ebytes, ent_pstart, acyclic)
 
 
@@ -187,14 +201,27 @@ def transfer_tables(units: Units, dev: np.ndarray, num_devices: int) -> tuple[np
     k, u_n = dev.shape
     nbytes = np.zeros((k, u_n, num_devices))
     ntens = np.zeros((k, u_n, num_devices), dtype=np.int64)
-    if len(units.ent_cons) == 0:
-        return nbytes, ntens
-    dcons = dev[:, units.ent_cons]
-    for b in range(num_devices):
-        v = np.where(dcons == b, units.ent_bytes, -1)
-        m = np.maximum.reduceat(v, units.ent_pstart, axis=1)  # [K, producers]
-        np.add.at(nbytes[:, :, b].T, units.ent_unit, np.maximum(m, 0).T)
-        np.add.at(ntens[:, :, b].T, units.ent_unit, (m >= 0).T)
+    if len(units.pair_cons):
+        dcp = dev.T[units.pair_cons]  # [pairs, K]
+        pstart = np.flatnonzero(np.r_[True, units.pair_unit[1:] != units.pair_unit[:-1]])
+        pu = units.pair_unit[pstart]
+        pb, pc = units.pair_bytes[:, None], units.pair_count[:, None]
+        for b in range(num_devices):
+            on = dcp == b
+            nbytes[:, pu, b] = np.add.reduceat(np.where(on, pb, 0.0), pstart, axis=0).T
+            ntens[:, pu, b] = np.add.reduceat(np.where(on, pc, 0), pstart, axis=0).T
+    if len(units.ent_cons):
+        dcons = dev.T[units.ent_cons]  # [M, K]: entries major, so reductions run over rows
+        ebytes = units.ent_bytes[:, None]
+        perm = np.argsort(units.ent_unit, kind="stable")
+        eu = units.ent_unit[perm]
+        ustart = np.flatnonzero(np.r_[True, eu[1:] != eu[:-1]])
+        uu = eu[ustart]
+        for b in range(num_devices):
+            v = np.where(dcons == b, ebytes, -1)
+            m = np.maximum.reduceat(v, units.ent_pstart, axis=0)[perm]  # [producers by unit, K]
+            nbytes[:, uu, b] += np.add.reduceat(np.maximum(m, 0), ustart, axis=0).T
+            ntens[:, uu, b] += np.add.reduceat((m >= 0).astype(np.int64), ustart, axis=0).T
     own = np.arange(num_devices)[None, None, :] == dev[:, :, None]
     nbytes[own] = 0
     ntens[own] = 0
@@ -233,6 +260,7 @@ def schedule_batch(units: Units, dev, dur, need, xt, num_devices: int) -> Schedu
     r = np.arange(k)
     inf = np.inf
     dev_x = np.concatenate([dev, np.zeros((k, 1), dev.dtype)], 1)  # column U: padding
+    flat_dev = r[:, None] * dn + dev_x
     indeg = np.tile(np.r_[units.indeg, 1 << 40], (k, 1))
     ready = np.zeros((k, u_n + 1))
     cand = np.where(indeg == 0, 0.0, inf)
@@ -245,7 +273,7 @@ def schedule_batch(units: Units, dev, dur, need, xt, num_devices: int) -> Schedu
     ptr, succ, sdata = units.succ_ptr, units.succ_unit, units.succ_data
     deg = np.diff(ptr)
     for _ in range(u_n):
-        st = np.maximum(cand, np.take_along_axis(free, dev_x, 1))
+        st = np.maximum(cand, free.ravel()[flat_dev])
         c = st.argmin(1)
         s = st[r, c]
         d = dev[r, c]

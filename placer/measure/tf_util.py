@@ -17,7 +17,7 @@ import numpy as np
 from tensorflow.core.protobuf import device_properties_pb2, meta_graph_pb2
 
 from graphs.op_graph import OpGraph
-from placer.cluster import Cluster, Device
+from placer.cluster import Device
 
 # Reference devices of each type: compute costs are seconds on these.
 #  GPU: one die of an NVIDIA K80 (GK210, the paper's GPU, Mirhoseini et al.
@@ -74,13 +74,24 @@ def device_properties(device: Device, reference: bool = False) -> device_propert
     return props
 
 
-def virtual_cluster(devices: Sequence[Device], reference: bool = False):
-    """A Grappler virtual cluster (no hardware needed) with these devices."""
+def virtual_cluster(devices: Sequence[Device], reference: bool = False, unlimited_memory: bool = False):
+    """A Grappler virtual cluster (no hardware needed) with these devices.
+
+    Args:
+      devices: cluster devices.
+      reference: use the reference device of each type (per-type costs).
+      unlimited_memory: give every device 2**60 bytes, so Grappler schedules
+        a step that does not fit and the caller can read its peak memory (the
+        virtual cluster otherwise refuses it with ResourceExhausted and no peak).
+    """
     from tensorflow.python.grappler import cluster as gcluster  # noqa: PLC0415
 
-    named = [
-        device_properties_pb2.NamedDevice(name=d.name, properties=device_properties(d, reference)) for d in devices
-    ]
+    named = []
+    for d in devices:
+        props = device_properties(d, reference)
+        if unlimited_memory:
+            props.memory_size = 1 << 60
+        named.append(device_properties_pb2.NamedDevice(name=d.name, properties=props))
     return gcluster.Cluster(devices=named, disable_detailed_stats=False, disable_timeline=False)
 
 
@@ -144,6 +155,48 @@ def cross_device_bytes(graph: OpGraph, devices: np.ndarray) -> float:
     """Bytes of data edges between devices, one copy per (producer, device, size)."""
     dev = np.asarray(devices)
     cross = (dev[graph.edge_src] != dev[graph.edge_dst]) & ~graph.edge_control
-    sent = {(int(s), int(dev[d]), int(b)) for s, d, b in zip(graph.edge_src[cross], graph.edge_dst[cross],
-                                                               graph.edge_bytes[cross])}
+    sent = {
+        (int(s), int(dev[d]), int(b))
+        for s, d, b in zip(graph.edge_src[cross], graph.edge_dst[cross], graph.edge_bytes[cross], strict=True)
+    }
     return float(sum(b for _, _, b in sent))
+
+
+_BOILERPLATE = ("Graph execution error", "Detected at node", "File ", "Node:", "[[", "(most recent call last)")
+
+
+def error_line(e: BaseException) -> str:
+    """The informative line of a TF error message (skips the traceback part)."""
+    msg = getattr(e, "message", None) or str(e)
+    lines = [ln.strip() for ln in str(msg).splitlines() if ln.strip()]
+    useful = [ln for ln in lines if not ln.startswith(_BOILERPLATE) and not ln.startswith("Detected")]
+    useful = [ln for ln in useful if not ln.endswith(("in <module>", "line"))] or lines
+    return (useful[0] if useful else type(e).__name__)[:500]
+
+
+# Grappler reports each op's time in whole microseconds; per-op costs are
+# estimated on a device COST_SCALE times slower and divided back, which
+# gives nanosecond resolution (small ops of tiny models are sub-microsecond).
+COST_SCALE = 1000.0
+
+
+def cost_model_cluster(device: Device):
+    """A one-device virtual cluster for per-op costs of `device`'s reference type.
+
+    The device is described as a CPU-typed Grappler device, whose peak is
+    num_cores x frequency (1 MHz = 1 MFLOPS resolution), with the reference
+    device's peak and bandwidth divided by COST_SCALE; the cost model treats
+    device types alike apart from these two figures.
+    """
+    from tensorflow.python.grappler import cluster as gcluster  # noqa: PLC0415
+
+    gflops, bw = device_performance(device, reference=True)
+    props = device_properties_pb2.DeviceProperties(
+        type="CPU",
+        num_cores=1,
+        frequency=max(int(round(gflops * 1e3 / COST_SCALE)), 1),
+        memory_size=1 << 60,
+        bandwidth=max(int(round(bw / 1e3 / COST_SCALE)), 1),
+    )
+    named = [device_properties_pb2.NamedDevice(name=device.name, properties=props)]
+    return gcluster.Cluster(devices=named, disable_detailed_stats=False, disable_timeline=False)

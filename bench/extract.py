@@ -1,0 +1,91 @@
+"""Extraction and grouping of the paper-size graphs: ops, groups, wall time, peak memory.
+
+Each model runs in a fresh subprocess (so peak memory, ru_maxrss, is its own).
+Target: every graph extracts and groups in under 60 s and 4 GiB.
+
+  python -m bench.extract [--variants=rnnlm:layers=2,nmt:layers=4 ...]
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from bench import report
+
+CASES = [
+    ("rnnlm", "layers=2"),
+    ("rnnlm", "layers=4"),
+    ("nmt", "layers=2"),
+    ("nmt", "layers=4"),
+    ("nmt", "layers=8"),
+    ("inception_v3", ""),
+]
+CHILD = r"""
+import importlib, json, resource, sys, time
+from graphs import extract, grouping
+import models
+model, variant = sys.argv[1], sys.argv[2]
+config = importlib.import_module("configs." + model).get_config(variant)
+t0 = time.perf_counter(); built = models.build(config); t1 = time.perf_counter()
+g = extract.extract(built.graph, name=model); t2 = time.perf_counter()
+res = {"ops": g.num_ops, "edges": g.num_edges, "build_s": t1 - t0, "extract_s": t2 - t1}
+for mode in ("keep", "merge"):
+    t = time.perf_counter(); gr = grouping.group(g, constraint_cycles=mode); dt = time.perf_counter() - t
+    res[mode] = {"groups": gr.num_groups, "largest": int(gr.sizes().max()), "s": dt}
+t = time.perf_counter()
+gr = grouping.group(g, merge_single_consumer=False)
+res["no_single"] = {"groups": gr.num_groups, "largest": int(gr.sizes().max()), "s": time.perf_counter() - t}
+res["rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+print("RESULT " + json.dumps(res))
+"""
+
+
+def measure(model: str, variant: str, timeout_s: float = 600.0) -> dict | str:
+    """Runs one model in a subprocess; returns its results or a failure string."""
+    try:
+        r = subprocess.run(
+            [sys.executable, "-c", CHILD, model, variant],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env={"TF_CPP_MIN_LOG_LEVEL": "3", **__import__("os").environ},
+        )
+    except subprocess.TimeoutExpired:
+        return f"timed out after {timeout_s:.0f} s"
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    return f"failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"
+
+
+def main() -> None:
+    rows = [
+        "| model | ops | edges | build s | extract s | groups keep (largest) | groups merge (largest) "
+        "| groups keep, no single-consumer (largest) | grouping s (keep) | peak RSS GiB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for model, variant in CASES:
+        res = measure(model, variant)
+        label = f"{model} {variant}".strip()
+        if isinstance(res, str):
+            rows.append(f"| {label} | {res} |" + " |" * 8)
+        else:
+            k, m, ns = res["keep"], res["merge"], res["no_single"]
+            rows.append(
+                f"| {label} | {res['ops']} | {res['edges']} | {res['build_s']:.1f} | {res['extract_s']:.1f} "
+                f"| {k['groups']} ({k['largest']}) | {m['groups']} ({m['largest']}) "
+                f"| {ns['groups']} ({ns['largest']}) | {k['s']:.2f} | {res['rss_gib']:.2f} |"
+            )
+        print(rows[-1], flush=True)
+    body = (
+        "Target: each graph extracts and groups in under 60 s and 4 GiB. One run per model, each in a fresh "
+        "process; peak RSS includes building the TF graph. `keep` / `merge` are the two "
+        "`constraint_cycles` modes of graphs/grouping.py.\n\n" + "\n".join(rows)
+    )
+    report.update_section("extract", "Extraction and grouping of paper-size graphs", body, "bench/extract.py")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""Per-op compute costs for each device type, attached to an OpGraph.
+
+Costs are seconds on a reference device of each type (speed 1.0; the
+reference devices are in placer/measure/tf_util.py REFERENCE_DEVICES). NaN
+means the op has no kernel for that type (TF's kernel registry, see
+graphs/extract.py). Ops that a training step never runs (variable
+initialisers, anything outside the fan-in of the "train_op" collection) cost
+0: they take no time per step.
+
+Sources:
+  * `grappler_costs`: TF Grappler's analytical cost model on a virtual
+    cluster (no hardware needed); deterministic.
+  * `profiled_costs`: real runs on this machine with full tracing, median
+    per op over several steps.
+  * costs stored in a graph file (graphs/io.py), same convention;
+    `cached_costs` stores and reuses them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.grappler import item as gitem
+
+from graphs import extract
+from graphs.op_graph import OpGraph
+from placer.cluster import Cluster, Device
+from placer.measure import session as session_lib
+from placer.measure import tf_util
+
+
+def device_types_of(cluster: Cluster) -> tuple[str, ...]:
+    """Device types of a cluster, in order of first appearance."""
+    return tuple(dict.fromkeys(d.type for d in cluster.devices))
+
+
+def _with_kernels(graph: OpGraph, types: tuple[str, ...], cost: np.ndarray) -> OpGraph:
+    cost = np.where(extract.kernel_mask(graph, types), cost, np.nan)
+    return graph.with_costs(types, cost)
+
+
+def grappler_op_costs(metagraph, device: Device) -> dict[str, float]:
+    """Grappler's estimated seconds per op with every op on `device`'s reference.
+
+    Args:
+      metagraph: MetaGraphDef (or tf.Graph / GraphDef) with a "train_op"
+        collection; without one, the graph's sinks are fetched.
+      device: a cluster device; its type's reference properties are used.
+
+    Returns:
+      op name -> seconds, for the ops Grappler scheduled (the step's fan-in).
+    """
+    mg = tf_util.single_device_metagraph(extract.metagraph_of(metagraph), device.name)
+    vc = tf_util.cost_model_cluster(device)
+    try:
+        item = gitem.Item(mg, ignore_colocation=True)
+        op_perfs, _, _ = vc.MeasureCosts(item)
+    finally:
+        vc.Shutdown()
+    # OpPerformance.compute_cost is in nanoseconds (compute + memory time),
+    # whole microseconds in practice, on a device COST_SCALE times slower.
+    return {p.node: p.compute_cost * 1e-9 / tf_util.COST_SCALE for p in op_perfs}
+
+
+def grappler_costs(metagraph, graph: OpGraph, cluster: Cluster) -> OpGraph:
+    """Attaches Grappler's analytical per-op costs for each device type of `cluster`.
+
+    For each device type the whole graph is put on one reference device of
+    that type in a Grappler virtual cluster and `MeasureCosts` gives each
+    op's estimated time (OpLevelCostEstimator: flops over peak flops plus
+    bytes accessed over memory bandwidth, no overlap assumed).
+
+    Args:
+      metagraph: the model's MetaGraphDef (or tf.Graph / GraphDef).
+      graph: the OpGraph extracted from it.
+      cluster: devices whose types get a cost column ("CPU", "GPU").
+
+    Returns:
+      A copy of `graph` with columns for the cluster's device types, seconds;
+      NaN where there is no kernel, 0 for ops outside a training step.
+    """
+    types = device_types_of(cluster)
+    cost = np.zeros((graph.num_ops, len(types)))
+    for j, t in enumerate(types):
+        dev = cluster.devices[cluster.indices_of_type(t)[0]]
+        per_op = grappler_op_costs(metagraph, dev)
+        cost[:, j] = [per_op.get(n, 0.0) for n in graph.names]
+    return _with_kernels(graph, types, cost)
+
+
+def profiled_costs(
+    model_or_metagraph,
+    graph: OpGraph,
+    *,
+    steps: int = 5,
+    warmup: int = 2,
+    device_types: tuple[str, ...] | None = None,
+) -> OpGraph:
+    """Profiles each op on this machine's devices: median seconds over `steps`.
+
+    Each device type present ("CPU", and "GPU" when TF sees one) gets a
+    column: every op is put on device 0 of that type (ops without a kernel
+    there are softly moved and get NaN), `warmup` traced steps are dropped,
+    then `steps` steps run with FULL_TRACE and each op's time is its
+    all_end_rel_micros; the median per op is kept. Graph rewrites are off so
+    step stats name the graph's own ops.
+
+    Args:
+      model_or_metagraph: MetaGraphDef, tf.Graph, models.ModelGraph, or a
+        callable returning one.
+      graph: the OpGraph extracted from it.
+      steps: traced steps kept.
+      warmup: traced steps dropped first.
+      device_types: types to profile; default CPU plus GPU if present.
+
+    Returns:
+      A copy of `graph` with costs in seconds (0 for ops that did not run).
+    """
+    mg = session_lib.as_metagraph(model_or_metagraph)
+    if device_types is None:
+        device_types = ("CPU", "GPU") if tf.config.list_physical_devices("GPU") else ("CPU",)
+    cost = np.zeros((graph.num_ops, len(device_types)))
+    index = graph.index()
+    for j, t in enumerate(device_types):
+        g, fetches, init = session_lib.import_for_session(tf_util.single_device_metagraph(mg, f"/device:{t}:0"))
+        config = session_lib.session_config(1, rewrite=False, soft_placement=True)
+        trace = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+        samples: dict[str, list[float]] = {}
+        with tf.compat.v1.Session(graph=g, config=config) as sess:
+            sess.run(init)
+            for k in range(warmup + max(steps, 1)):
+                md = tf.compat.v1.RunMetadata()
+                sess.run(fetches, options=trace, run_metadata=md)
+                if k < warmup:
+                    continue
+                for name, seconds in _op_times(md, t).items():
+                    samples.setdefault(name, []).append(seconds)
+        for name, vals in samples.items():
+            i = index.get(name)
+            if i is not None:
+                cost[i, j] = float(np.median(vals))
+    return _with_kernels(graph, tuple(device_types), cost)
+
+
+def _op_times(run_metadata, device_type: str) -> dict[str, float]:
+    """Seconds per op on devices of `device_type` in one traced step.
+
+    GPU kernels also appear on stream entries; the longest entry per op wins.
+    """
+    out: dict[str, float] = {}
+    for dev in run_metadata.step_stats.dev_stats:
+        if f"/device:{device_type}:" not in tf_util.short_device_name(dev.device):
+            continue
+        for ns in dev.node_stats:
+            name = ns.node_name.split(":")[0]
+            out[name] = max(out.get(name, 0.0), ns.all_end_rel_micros * 1e-6)
+    return out
+
+
+def cached_costs(path: str, compute: Callable[[], OpGraph]) -> OpGraph:
+    """Loads a costed graph from `path` (graphs/io.py JSON) or computes and saves it.
+
+    Args:
+      path: graph JSON file (".json" or ".json.gz").
+      compute: returns the costed graph when the file does not exist.
+    """
+    from graphs import io as graph_io  # noqa: PLC0415 (written separately; loaded on use)
+
+    if os.path.exists(path):
+        return graph_io.load(path)
+    graph = compute()
+    graph_io.save(graph, path)
+    return graph

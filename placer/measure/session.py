@@ -1,0 +1,227 @@
+"""Measuring placements for real: the placed graph run in a tf.compat.v1.Session.
+
+Each placement gets a fresh graph imported from the model's MetaGraphDef with
+every node's device set, a session with `allow_soft_placement=False` (so an
+illegal placement fails instead of being silently fixed), variable
+initialisation, `warmup` untimed steps, `steps` timed steps (the median is the
+step time) and one traced step (FULL_TRACE) for per-device busy time, peak
+memory and the check of where each op ran (`ran_on`).
+
+Devices: GPUs if the machine has them; on a CPU-only machine several CPU
+devices. A `tf.compat.v1.Session` takes its CPU devices from
+`ConfigProto.device_count["CPU"]`, not from the eager context's logical
+device configuration (in TF 2.21 a Session ignores
+`tf.config.set_logical_device_configuration`), so `session_config` sets the
+count from the cluster. placer/local_cluster.py describes this machine's
+devices as a Cluster.
+
+Failures are never raised: ResourceExhaustedError -> OOM, DeadlineExceeded
+(the per-run time-out, RunOptions.timeout_in_ms) -> TIMEOUT, an op placed on a
+device type without a kernel -> UNSUPPORTED (checked before running), any
+other TF error -> ERROR.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.protobuf import meta_graph_pb2, rewriter_config_pb2
+
+from graphs import extract
+from graphs.op_graph import OpGraph
+from placer.cluster import Cluster
+from placer.measure import tf_util
+from placer.measure.base import ERROR, OOM, TIMEOUT, UNSUPPORTED, Measurement
+from placer.placement import Placement
+
+
+def session_config(
+    num_cpus: int = 1, *, rewrite: bool = True, soft_placement: bool = False
+) -> tf.compat.v1.ConfigProto:
+    """A session config with `num_cpus` CPU devices ("/device:CPU:0".."N-1").
+
+    Args:
+      num_cpus: CPU devices the session creates (threads share the machine).
+      rewrite: run Grappler's graph rewrites; off keeps every op's name, so
+        step stats name exactly the ops of the graph (profiling, checks).
+      soft_placement: let TF move ops it cannot run where they were placed.
+    """
+    config = tf.compat.v1.ConfigProto(allow_soft_placement=soft_placement, log_device_placement=False)
+    config.device_count["CPU"] = max(int(num_cpus), 1)
+    if not rewrite:
+        config.graph_options.rewrite_options.disable_meta_optimizer = True
+        config.graph_options.rewrite_options.constant_folding = rewriter_config_pb2.RewriterConfig.OFF
+        config.graph_options.optimizer_options.opt_level = tf.compat.v1.OptimizerOptions.L0
+        config.graph_options.optimizer_options.do_constant_folding = False
+        config.graph_options.optimizer_options.do_function_inlining = False
+    return config
+
+
+def ran_on(run_metadata: tf.compat.v1.RunMetadata) -> dict[str, str]:
+    """Returns op name -> short device name ("/device:CPU:1") from a traced run.
+
+    Runtime-inserted nodes (_SOURCE, _Send/_Recv, _retval...) appear under
+    their own names; GPU stream entries are folded into their device.
+    """
+    out: dict[str, str] = {}
+    for dev in run_metadata.step_stats.dev_stats:
+        name = tf_util.short_device_name(dev.device)
+        for ns in dev.node_stats:
+            out.setdefault(ns.node_name.split(":")[0], name)
+    return out
+
+
+def as_metagraph(source) -> meta_graph_pb2.MetaGraphDef:
+    """A MetaGraphDef with a "train_op" collection from any model source.
+
+    Args:
+      source: a MetaGraphDef, GraphDef or tf.Graph; an object with a
+        `metagraph` attribute (models.ModelGraph); or a callable returning
+        any of these (a model builder).
+    """
+    if callable(source) and not isinstance(source, tf.Graph):
+        source = source()
+    if hasattr(source, "metagraph"):
+        source = source.metagraph
+    return extract.metagraph_of(source)
+
+
+def import_for_session(metagraph: meta_graph_pb2.MetaGraphDef):
+    """Imports a metagraph into a fresh graph, devices kept.
+
+    Returns:
+      (graph, fetches: list of ops of the "train_op" collection, init op).
+    """
+    g = tf.Graph()
+    with g.as_default():
+        tf.compat.v1.train.import_meta_graph(metagraph, clear_devices=False)
+        fetches = [g.get_operation_by_name(n) for n in metagraph.collection_def["train_op"].node_list.value]
+        with tf.device(None):
+            init = tf.group(
+                tf.compat.v1.global_variables_initializer(),
+                tf.compat.v1.local_variables_initializer(),
+                tf.compat.v1.tables_initializer(),
+                name="session_measure_init",
+            )
+    return g, fetches, init
+
+
+def trace_busy_and_memory(run_metadata, device_names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-device busy seconds and peak allocator bytes from a traced step.
+
+    Logical CPU devices share one allocator, so their peaks are the shared
+    allocator's peak.
+    """
+    pos = {n: i for i, n in enumerate(device_names)}
+    busy = np.zeros(len(device_names))
+    peak = np.zeros(len(device_names))
+    for dev in run_metadata.step_stats.dev_stats:
+        i = pos.get(tf_util.short_device_name(dev.device))
+        if i is None:
+            continue
+        for ns in dev.node_stats:
+            busy[i] += max(ns.op_end_rel_micros - ns.op_start_rel_micros, 0) * 1e-6
+            for m in ns.memory:
+                peak[i] = max(peak[i], m.peak_bytes)
+    return busy, peak
+
+
+class SessionMeasurer:
+    """Measures placements by running the placed graph on this machine's devices.
+
+    Args:
+      model_builder_or_metagraph: MetaGraphDef, tf.Graph, models.ModelGraph, or
+        a callable returning one; its "train_op" collection is one step.
+      graph: the OpGraph extracted from it.
+      cluster: this machine's devices (placer.local_cluster.discover()).
+      warmup: untimed steps per placement, dropped.
+      steps: timed steps per placement; the median is the step time.
+      timeout_s: time-out of each session run, seconds.
+      rewrite: let TF's Grappler rewrite the placed graph (as in training).
+    """
+
+    def __init__(
+        self,
+        model_builder_or_metagraph,
+        graph: OpGraph,
+        cluster: Cluster,
+        *,
+        warmup: int = 2,
+        steps: int = 5,
+        timeout_s: float = 60.0,
+        rewrite: bool = True,
+    ):
+        self.metagraph = as_metagraph(model_builder_or_metagraph)
+        self.graph = graph
+        self.cluster = cluster
+        self.warmup = int(warmup)
+        self.steps = max(int(steps), 1)
+        self.timeout_s = float(timeout_s)
+        self.rewrite = rewrite
+        self.last_run_metadata: tf.compat.v1.RunMetadata | None = None
+        types = sorted({d.type for d in cluster.devices})
+        mask = extract.kernel_mask(graph, types)
+        self._runnable = mask[:, [types.index(d.type) for d in cluster.devices]]  # [n, D]
+        cpus = [int(d.name.rsplit(":", 1)[1]) for d in cluster.devices if d.type == "CPU"]
+        self._num_cpus = max(cpus) + 1 if cpus else 1
+
+    def measure(self, placements: Sequence[Placement]) -> list[Measurement]:
+        """Returns one Measurement per placement; never raises for one that cannot run."""
+        out = []
+        for p in placements:
+            p.check_graph(self.graph)
+            out.append(self.measure_devices(p.devices))
+        return out
+
+    def measure_devices(self, devices: np.ndarray) -> Measurement:
+        """Measures one placement given as [n_ops] device indices into the cluster."""
+        devices = np.asarray(devices, dtype=np.int64)
+        d = self.cluster.num_devices
+        bad = np.flatnonzero(~self._runnable[np.arange(self.graph.num_ops), devices])
+        if bad.size:
+            i = int(bad[0])
+            dev = self.cluster.devices[devices[i]]
+            return Measurement.failed(
+                UNSUPPORTED,
+                f"op {self.graph.names[i]!r} ({self.graph.types[i]}) has no {dev.type} kernel, placed on {dev.name}",
+                d,
+            )
+        mg = tf_util.placed_metagraph(self.metagraph, self.graph, devices, self.cluster.device_names)
+        try:
+            return self._run(mg, devices)
+        except tf.errors.ResourceExhaustedError as e:
+            return Measurement.failed(OOM, tf_util.error_line(e), d)
+        except tf.errors.DeadlineExceededError as e:
+            return Measurement.failed(TIMEOUT, f"a step took over {self.timeout_s} s: {tf_util.error_line(e)}", d)
+        except (tf.errors.OpError, ValueError) as e:
+            return Measurement.failed(ERROR, tf_util.error_line(e), d)
+
+    def _run(self, mg: meta_graph_pb2.MetaGraphDef, devices: np.ndarray) -> Measurement:
+        g, fetches, init = import_for_session(mg)
+        opts = tf.compat.v1.RunOptions(timeout_in_ms=max(int(self.timeout_s * 1000), 1))
+        config = session_config(self._num_cpus, rewrite=self.rewrite)
+        with tf.compat.v1.Session(graph=g, config=config) as sess:
+            sess.run(init, options=opts)
+            for _ in range(self.warmup):
+                sess.run(fetches, options=opts)
+            times = []
+            for _ in range(self.steps):
+                t0 = time.perf_counter()
+                sess.run(fetches, options=opts)
+                times.append(time.perf_counter() - t0)
+            md = tf.compat.v1.RunMetadata()
+            trace = tf.compat.v1.RunOptions(
+                timeout_in_ms=opts.timeout_in_ms, trace_level=tf.compat.v1.RunOptions.FULL_TRACE
+            )
+            sess.run(fetches, options=trace, run_metadata=md)
+        self.last_run_metadata = md
+        busy, peak = trace_busy_and_memory(md, self.cluster.device_names)
+        return Measurement(
+            step_time=float(np.median(times)),
+            peak_memory=peak,
+            busy_time=busy,
+            bytes_moved=tf_util.cross_device_bytes(self.graph, devices),
+        )

@@ -1,0 +1,407 @@
+"""Event-driven simulator of one training step of a placed graph (no TensorFlow).
+
+Model (all times in seconds, sizes in bytes):
+
+* Compute: an op placed on device d takes `graph.cost_for(d.type)[op] / d.speed`.
+  Each device runs one op (or unit, below) at a time; whenever it is free it
+  starts the ready one of highest priority, the lowest op index in the
+  graph's topological order (or the lowest group number). See
+  `placer.measure.schedule` for the exact rule.
+* Communication: a data edge between devices a != b costs
+  `latency[a, b] + bytes / bandwidth[a, b]` and occupies the directed link
+  a -> b; transfers on one link run one after another, in the order their
+  producers finish. A tensor goes to a given device once, however many ops
+  there read it (when one producer has several edges to one device, the
+  largest byte count is sent). Control edges order ops only: no bytes, no
+  latency, even across devices.
+* Memory per device: the persistent bytes (variables) of the ops placed there,
+  plus activations: an op's output is allocated when the op starts and freed
+  once its last reader on that device finished and its transfers left; a
+  received tensor is allocated at the receiver when the transfer starts and
+  freed once its last reader there finished. Frees at a time come before
+  allocations at the same time. A peak above a device's `memory_bytes` is an
+  OOM failure naming the device.
+* An op whose cost is NaN for its device's type cannot run there: an
+  UNSUPPORTED failure naming the first such op. Ops sharing a non-empty
+  colocation key on different devices: an ERROR failure whose message starts
+  with "colocation".
+
+Groups: given the op-to-group map of a placement that places every group
+whole, the simulator schedules groups instead of ops: a group's ops run back
+to back on its device (in op order), its outputs leave when the whole group
+finished (one transfer per destination device, n tensors costing n
+latencies), and its memory is its external outputs (from the group start) plus
+the peak of its internal activations while it runs. This is what the paper's
+policy places and is what makes batches of thousands of placements per second
+possible in numpy; a placement that splits a group is simulated op by op.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from graphs.errors import InputError
+from graphs.op_graph import OpGraph
+from placer.cluster import Cluster
+from placer.measure import schedule as sched
+from placer.measure.base import ERROR, OOM, UNSUPPORTED, Measurement
+from placer.placement import Placement
+
+_CHUNK = 256  # placements per lock-step batch (keeps the [K, U] arrays in cache)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SimResult:
+    """The simulated outcome of one placement.
+
+    Attributes:
+      step_time: seconds per step (inf when failed).
+      busy_time: [D] seconds each device computed.
+      peak_memory: [D] peak bytes per device.
+      bytes_moved: bytes sent between devices.
+      failure: None or a failure kind of placer.measure.base.
+      message: failure detail ("" when none).
+      op_device: [n_ops] device of each op (only with trace=True, else None).
+      op_start, op_finish: [n_ops] seconds (only with trace=True).
+      transfers: (src device, dst device, start s, end s, bytes, producer op
+        name) per transfer (only with trace=True).
+    """
+
+    step_time: float
+    busy_time: np.ndarray
+    peak_memory: np.ndarray
+    bytes_moved: float
+    failure: str | None = None
+    message: str = ""
+    op_device: np.ndarray | None = None
+    op_start: np.ndarray | None = None
+    op_finish: np.ndarray | None = None
+    transfers: tuple = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    def measurement(self) -> Measurement:
+        """Returns the Measurement form of this result."""
+        return Measurement(self.step_time, self.failure, self.message, self.peak_memory, self.busy_time,
+                           self.bytes_moved)
+
+
+class Simulator:
+    """Measures placements of one graph on one cluster by simulation (a Measurer).
+
+    Everything that depends only on the graph and cluster is computed here
+    once; `measure_devices` then simulates batches of placements.
+
+    Args:
+      graph: the op graph with costs for the cluster's device types.
+      cluster: the devices and links.
+      op_group: optional [n_ops] op-to-group map; batches of per-group
+        placements ([K, n_groups]) are then accepted by `measure_devices`.
+      batch_min: smallest batch simulated with the numpy lock-step engine
+        (smaller ones, and graphs of more than `batch_max_units` units, use the
+        heap engine; both give identical results).
+      batch_max_units: see batch_min.
+    """
+
+    def __init__(self, graph: OpGraph, cluster: Cluster, *, op_group: Sequence[int] | None = None,
+                 batch_min: int = 8, batch_max_units: int = 3000):
+        self.graph, self.cluster = graph, cluster
+        self.num_devices = cluster.num_devices
+        self.type_col = np.array([graph.device_types.index(d.type) if d.type in graph.device_types else -1
+                                  for d in cluster.devices])
+        self.speed = cluster.speeds()
+        self.memory = cluster.memory()
+        self.latency = np.asarray(cluster.latency, dtype=np.float64)
+        self.bandwidth = np.asarray(cluster.bandwidth, dtype=np.float64)
+        self.batch_min, self.batch_max_units = batch_min, batch_max_units
+        keys = graph.colocation
+        has = np.flatnonzero(keys != "")
+        if len(has):
+            _, kid = np.unique(keys[has], return_inverse=True)
+            o = np.argsort(kid, kind="stable")
+            self._coloc_ops = has[o]
+            self._coloc_start = np.flatnonzero(np.r_[True, kid[o][1:] != kid[o][:-1]])
+        else:
+            self._coloc_ops = np.zeros(0, np.int64)
+            self._coloc_start = np.zeros(0, np.int64)
+        self._units: dict[bytes | None, tuple[sched.Units, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.op_group = None if op_group is None else np.asarray(op_group, dtype=np.int64)
+        if self.op_group is not None:
+            if self.op_group.shape != (graph.num_ops,):
+                raise InputError(f"op_group has {self.op_group.size} entries for {graph.num_ops} ops")
+            self._units_for(self.op_group)
+
+    # ----- public ---------------------------------------------------------
+
+    def measure(self, placements: Sequence[Placement]) -> list[Measurement]:
+        """Simulates each placement; per-group ones (placed whole) at group level.
+
+        Raises:
+          InputError: a placement of another graph length or naming a device
+            missing from the cluster.
+        """
+        out: list[Measurement | None] = [None] * len(placements)
+        by_groups: dict[bytes | None, list[int]] = {}
+        rows = []
+        for i, p in enumerate(placements):
+            rows.append(self._device_row(p))
+            key = None if p.groups is None else np.asarray(p.groups, np.int64).tobytes()
+            by_groups.setdefault(key, []).append(i)
+        for key, idx in by_groups.items():
+            grp = None if key is None else np.frombuffer(key, dtype=np.int64)
+            res = self.run(np.stack([rows[i] for i in idx]), op_group=grp)
+            for i, r in zip(idx, res):
+                out[i] = r.measurement()
+        return out  # type: ignore[return-value]
+
+    def measure_devices(self, batch: np.ndarray, op_group: Sequence[int] | None = None) -> list[Measurement]:
+        """Simulates a batch of placements given as device indices.
+
+        Args:
+          batch: [K, n_ops] device per op, or [K, n_groups] device per group
+            (with `op_group` here or in the constructor).
+          op_group: [n_ops] op-to-group map; default the constructor's.
+
+        Returns:
+          One Measurement per row.
+        """
+        return [r.measurement() for r in self.run(batch, op_group=op_group)]
+
+    def simulate(self, devices: np.ndarray, *, op_group: Sequence[int] | None = None,
+                 trace: bool = False) -> SimResult:
+        """Simulates one placement ([n_ops] or [n_groups] device indices)."""
+        return self.run(np.asarray(devices)[None], op_group=op_group, trace=trace)[0]
+
+    def run(self, batch: np.ndarray, *, op_group: Sequence[int] | None = None,
+            trace: bool = False) -> list[SimResult]:
+        """Simulates K placements; see `measure_devices`. Returns SimResults."""
+        batch = np.asarray(batch, dtype=np.int64)
+        if batch.ndim != 2:
+            raise InputError(f"placement batch must be 2-D [K, n], got shape {batch.shape}")
+        n = self.graph.num_ops
+        grp = self.op_group if op_group is None else np.asarray(op_group, dtype=np.int64)
+        if batch.size and (batch.min() < 0 or batch.max() >= self.num_devices):
+            raise InputError(f"placement names device index {int(batch.max())}, "
+                             f"but cluster {self.cluster.name!r} has {self.num_devices} devices")
+        per_group = batch.shape[1] != n
+        if per_group and (grp is None or batch.shape[1] != int(grp.max()) + 1):
+            raise InputError(f"placement has {batch.shape[1]} entries for {n} ops of {self.graph.name!r}")
+        out: list[SimResult | None] = [None] * len(batch)
+        whole = np.zeros(len(batch), dtype=bool)
+        if grp is not None and n and self._units_for(grp).acyclic:
+            units = self._units_for(grp)
+            if per_group:
+                gdev = batch
+                whole[:] = True
+            else:
+                first = np.full(units.num_units, -1)
+                first[grp[::-1]] = np.arange(n)[::-1]
+                gdev = batch[:, first]
+                whole = (gdev[:, grp] == batch).all(1)
+            self._run_units(units, gdev[whole], trace, out, np.flatnonzero(whole))
+        if not whole.all():
+            rest = np.flatnonzero(~whole)
+            ops = batch[rest][:, grp] if per_group else batch[rest]
+            self._run_units(self._units_for(None), ops, trace, out, rest)
+        return out  # type: ignore[return-value]
+
+    # ----- internals ------------------------------------------------------
+
+    def _device_row(self, p: Placement) -> np.ndarray:
+        if len(p.devices) != self.graph.num_ops:
+            raise InputError(f"placement has {len(p.devices)} devices for {self.graph.num_ops} ops "
+                             f"of {self.graph.name!r}")
+        pos = {name: i for i, name in enumerate(self.cluster.device_names)}
+        remap = np.empty(len(p.device_names), dtype=np.int64)
+        for i, name in enumerate(p.device_names):
+            if name not in pos:
+                raise InputError(f"placement names device {name!r}, not in cluster {self.cluster.name!r}")
+            remap[i] = pos[name]
+        return remap[np.asarray(p.devices, dtype=np.int64)]
+
+    def _units_for(self, grp: np.ndarray | None) -> sched.Units:
+        key = None if grp is None else grp.tobytes()
+        if key not in self._units:
+            units = sched.contract(self.graph, grp)
+            # Colocation sets that span several units, as unit indices.
+            cu, cs, cop = [], [], []
+            for j, lo in enumerate(self._coloc_start):
+                hi = self._coloc_start[j + 1] if j + 1 < len(self._coloc_start) else len(self._coloc_ops)
+                members = np.unique(units.op_unit[self._coloc_ops[lo:hi]])
+                if len(members) > 1:
+                    cs.append(len(cu))
+                    cu.extend(members.tolist())
+                    cop.append(self._coloc_ops[lo])
+            self._units[key] = (units, np.asarray(cu, np.int64), np.asarray(cs, np.int64), np.asarray(cop, np.int64))
+        return self._units[key][0]
+
+    def _run_units(self, units, dev, trace, out, where) -> None:
+        for lo in range(0, len(dev), _CHUNK):
+            res = self._chunk(units, dev[lo:lo + _CHUNK], trace)
+            for j, r in enumerate(res):
+                out[where[lo + j]] = r
+
+    def _chunk(self, units: sched.Units, dev: np.ndarray, trace: bool) -> list[SimResult]:
+        k, dn = len(dev), self.num_devices
+        if k == 0:
+            return []
+        tcol = self.type_col[dev]
+        cost = np.where(tcol >= 0, units.cost[np.arange(units.num_units), np.maximum(tcol, 0)], np.nan)
+        bad = np.isnan(cost)
+        dur = np.where(bad, 0.0, cost) / self.speed[dev]
+        nbytes, ntens = sched.transfer_tables(units, dev, dn)
+        need = ntens > 0
+        src = dev[:, :, None]
+        dst = np.arange(dn)[None, None, :]
+        xt = np.where(need, ntens * self.latency[src, dst] + nbytes / self.bandwidth[src, dst], 0.0)
+        if k >= self.batch_min and units.num_units <= self.batch_max_units:
+            s = sched.schedule_batch(units, dev, dur, need, xt, dn)
+        else:
+            parts = [sched.schedule_one(units, dev[i], dur[i], need[i], xt[i], dn) for i in range(k)]
+            s = sched.Schedule(*(np.concatenate([getattr(p, f) for p in parts])
+                                 for f in ("start", "finish", "tx_start", "tx_end")))
+        peak = peak_memory(units, dev, s, nbytes, need, dn)
+        busy = per_device_sum(dev, dur, dn)
+        step = s.finish.max(1) if units.num_units else np.zeros(k)
+        moved = nbytes.sum((1, 2))
+        coloc = self._colocation_errors(units, dev)
+        res = []
+        for i in range(k):
+            fail, msg, st = None, "", float(step[i])
+            if bad[i].any():
+                fail, msg = UNSUPPORTED, self._unsupported_message(units, dev[i][units.op_unit], bad[i])
+            elif coloc[i]:
+                fail, msg = ERROR, coloc[i]
+            else:
+                over = np.flatnonzero(peak[i] > self.memory)
+                if len(over):
+                    d = int(over[0])
+                    fail = OOM
+                    msg = (f"out of memory on {self.cluster.devices[d].name}: peak {peak[i, d]:.0f} bytes, "
+                           f"has {self.memory[d]:.0f}")
+            if fail is not None:
+                st = float("inf")
+            extra = self._trace(units, dev[i], s, i, nbytes[i]) if trace else {}
+            res.append(SimResult(st, busy[i], peak[i], float(moved[i]), fail, msg, **extra))
+        return res
+
+    def _colocation_errors(self, units: sched.Units, dev: np.ndarray) -> list[str]:
+        out = [""] * len(dev)
+        _, cu, cs, cop = next(v for v in self._units.values() if v[0] is units)
+        if not len(cu):
+            return out
+        d = dev[:, cu]
+        lo = np.minimum.reduceat(d, cs, axis=1)
+        hi = np.maximum.reduceat(d, cs, axis=1)
+        for i, j in zip(*np.nonzero(lo != hi)):
+            if not out[i]:
+                out[i] = (f"colocation: ops with key {self.graph.colocation[cop[j]]!r} "
+                          f"are placed on different devices")
+        return out
+
+    def _unsupported_message(self, units, ops_row, bad_units) -> str:
+        g = self.graph
+        for op in np.flatnonzero(bad_units[units.op_unit]):
+            dev = self.cluster.devices[int(ops_row[op])]
+            if np.isnan(g.cost_for(dev.type)[op]):
+                return f"op {g.names[op]!r} ({g.types[op]}) has no {dev.type} kernel but is placed on {dev.name}"
+        return "unsupported placement"
+
+    def _trace(self, units, dev_u, s, i, nbytes) -> dict:
+        g = self.graph
+        op_dev = dev_u[units.op_unit]
+        col = np.maximum(self.type_col[op_dev], 0)
+        speed = self.speed[op_dev]
+        op_start = s.start[i][units.op_unit] + units.offset[np.arange(g.num_ops), col] / speed
+        cost = np.nan_to_num(g.compute_cost[np.arange(g.num_ops), col]) if g.device_types else np.zeros(g.num_ops)
+        op_finish = op_start + cost / speed
+        last = np.zeros(units.num_units, dtype=np.int64)
+        np.maximum.at(last, units.op_unit, np.arange(g.num_ops))
+        transfers = tuple(
+            (int(dev_u[u]), int(b), float(s.tx_start[i, u, b]), float(s.tx_end[i, u, b]), float(nbytes[u, b]),
+             str(g.names[last[u]]))
+            for u, b in zip(*np.nonzero(~np.isnan(s.tx_start[i]))))
+        return {"op_device": op_dev, "op_start": op_start, "op_finish": op_finish, "transfers": transfers}
+
+
+def peak_memory(units: sched.Units, dev: np.ndarray, s: sched.Schedule, nbytes: np.ndarray, need: np.ndarray,
+                num_devices: int) -> np.ndarray:
+    """Peak bytes per device of K scheduled placements (model in the module docstring).
+
+    Args:
+      units: the unit graph.
+      dev: [K, U] device per unit.
+      s: their schedule.
+      nbytes: [K, U, D] bytes each unit sends to each device.
+      need: [K, U, D] whether that transfer exists.
+      num_devices: D.
+
+    Returns:
+      [K, D] peak bytes.
+    """
+    k, u_n = dev.shape
+    dn = num_devices
+    persist = per_device_sum(dev, np.broadcast_to(units.persistent, (k, u_n)), dn)
+    # Last finish of a data reader of each unit on each device.
+    deg = np.diff(units.succ_ptr)
+    eu = np.repeat(np.arange(u_n), deg)[units.succ_data]
+    eh = units.succ_unit[units.succ_data]
+    cf = np.full((k, u_n, dn), -np.inf)
+    if len(eu):
+        starts = np.flatnonzero(np.r_[True, eu[1:] != eu[:-1]])
+        fh, dh = s.finish[:, eh], dev[:, eh]
+        for b in range(dn):
+            cf[:, eu[starts], b] = np.maximum.reduceat(np.where(dh == b, fh, -np.inf), starts, axis=1)
+    own = np.take_along_axis(cf, dev[:, :, None], 2)[:, :, 0]
+    release = np.fmax(np.maximum(s.finish, own), np.nanmax(np.where(need, s.tx_end, -np.inf), axis=2))
+    cols = np.flatnonzero(need.reshape(k, -1).any(0))
+    ub = np.arange(dn)
+    times = np.concatenate([s.start, s.finish, release,
+                            np.where(need, s.tx_start, np.inf).reshape(k, -1)[:, cols],
+                            np.where(need, cf, np.inf).reshape(k, -1)[:, cols]], 1)
+    rb = np.broadcast_to(nbytes, (k, u_n, dn)).reshape(k, -1)[:, cols]
+    deltas = np.concatenate([np.broadcast_to(units.external + units.transient, (k, u_n)),
+                             np.broadcast_to(-units.transient, (k, u_n)),
+                             np.broadcast_to(-units.external, (k, u_n)), rb, -rb], 1)
+    rdev = np.broadcast_to(ub, (k, u_n, dn)).reshape(k, -1)[:, cols]
+    devs = np.concatenate([dev, dev, dev, rdev, rdev], 1)
+    order = np.argsort(times, axis=1)
+    t = np.take_along_axis(times, order, 1)
+    dl = np.take_along_axis(deltas, order, 1)
+    dv = np.take_along_axis(devs, order, 1)
+    end = np.ones_like(t, dtype=bool)
+    end[:, :-1] = t[:, 1:] != t[:, :-1]
+    peak = np.zeros((k, dn))
+    for b in range(dn):
+        cs = np.cumsum(np.where(dv == b, dl, 0.0), axis=1)
+        peak[:, b] = np.max(np.where(end, cs, 0.0), axis=1, initial=0.0)
+    return persist + peak
+
+
+def per_device_sum(dev: np.ndarray, values: np.ndarray, num_devices: int) -> np.ndarray:
+    """Sums [K, U] values per device of [K, U] `dev`; returns [K, D]."""
+    k = len(dev)
+    flat = (np.arange(k)[:, None] * num_devices + dev).ravel()
+    return np.bincount(flat, weights=np.ravel(values), minlength=k * num_devices).reshape(k, num_devices)
+
+
+def simulate(graph: OpGraph, cluster: Cluster, devices: np.ndarray, *, trace: bool = False) -> SimResult:
+    """Simulates one op-level placement (see the module docstring for the model).
+
+    Args:
+      graph: op graph with costs for the cluster's device types.
+      cluster: devices and links.
+      devices: [n_ops] int device index per op.
+      trace: also return op start/finish times and transfers (for
+        `placer.measure.trace.to_chrome_trace`).
+
+    Returns:
+      The SimResult: step time (s), per-device busy time (s) and peak memory
+      (bytes), bytes moved, failure kind and message.
+    """
+    return Simulator(graph, cluster, batch_min=2).simulate(np.asarray(devices), trace=trace)

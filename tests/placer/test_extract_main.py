@@ -1,0 +1,67 @@
+"""placer-extract end to end on the tiny NMT, and its bad-input errors."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from graphs import io
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(*args):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run(
+        [sys.executable, "-m", "placer.extract_main", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+
+
+def error_lines(stderr):
+    return [x for x in stderr.splitlines() if x.startswith("error:")]
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "configs", "nmt.py")), reason="no NMT config")
+def test_tiny_nmt_summary_and_graph_file(tmp_path):
+    out = tmp_path / "nmt.graph.json.gz"
+    r = run("--config=configs/nmt.py:tiny", f"--out={out}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    g = io.load(str(out))
+    assert f"ops: {g.num_ops}" in r.stdout
+    n_control = int(g.edge_control.sum())
+    assert f"edges: {g.num_edges} ({g.num_edges - n_control} data, {n_control} control)" in r.stdout
+    assert "groups:" in r.stdout and "grouping time:" in r.stdout
+    # The written graph groups the same without extraction.
+    r2 = run(f"--graph={out}")
+    assert r2.returncode == 0, r2.stderr
+    groups = [x for x in r.stdout.splitlines() if x.startswith("groups:")]
+    assert groups == [x for x in r2.stdout.splitlines() if x.startswith("groups:")]
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path):
+    bad_py = tmp_path / "bad.py"
+    bad_py.write_text("garbage(\n")
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text("{")
+    cases = [
+        ([f"--config={tmp_path / 'missing.py'}"], "missing.py"),
+        ([f"--config={bad_py}"], "bad.py"),
+        (["--config=configs/nmt.py:tiny", "--config.model.name=bogus"], "bogus"),
+        ([f"--metagraph={bad_json}"], "bad.json"),
+        ([f"--graph={bad_json}"], "bad.json"),
+        ([f"--graph={tmp_path / 'none.json'}"], "none.json"),
+    ]
+    for args, needle in cases:
+        out = tmp_path / "out.json"
+        r = run(*args, f"--out={out}")
+        assert r.returncode == 2, (args, r.stderr[-2000:])
+        lines = error_lines(r.stderr)
+        assert len(lines) == 1 and needle in lines[0], (args, r.stderr[-2000:])
+        assert "Traceback" not in r.stderr
+        assert not out.exists()
