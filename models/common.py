@@ -163,5 +163,7 @@ def finish(name: str, graph: tf.Graph, loss: tf.Tensor, config, extra_updates=()
     init_op = tf.compat.v1.global_variables_initializer()
     graph.add_to_collection(TRAIN_OP_COLLECTION, train_op)
     graph.add_to_collection(tf.compat.v1.GraphKeys.INIT_OP, init_op)
-    metagraph = tf.compat.v1.train.export_meta_graph(graph=graph, clear_devices=True)
+    # clear_devices=False: the builders set no devices, and clearing takes a
+    # per-node Python path in TF that grows quadratically with the op count.
+    metagraph = tf.compat.v1.train.export_meta_graph(graph=graph, clear_devices=False)
     return ModelGraph(name=name, graph=graph, train_op=train_op, loss=loss, metagraph=metagraph, init_op=init_op)

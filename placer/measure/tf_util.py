@@ -1,11 +1,16 @@
 """TensorFlow helpers shared by the Grappler and session backends and costs.
 
-Grappler's analytical cost model (OpLevelCostEstimator) reads a device's
-peak compute and memory bandwidth from its DeviceProperties: for a GPU,
-gflops = num_cores x frequency (MHz) x 1e-3 x cores per multiprocessor (192
-for architecture "3", Kepler) x 2, and for a CPU, gflops = num_cores x
-frequency x 1e-3; bandwidth is given in KB/s. We set num_cores to 1 and put
-the whole peak into `frequency`, so any peak can be expressed exactly.
+Grappler's analytical cost model (OpLevelCostEstimator) reads two figures of
+a device from its DeviceProperties: peak compute and memory bandwidth. For a
+CPU-typed device, peak GFLOPS = num_cores x frequency (MHz) x 1e-3 and the
+bandwidth field is in KB/s; for a GPU-typed one the peak also depends on an
+architecture table, which rounds coarsely. The cost model treats device
+types alike apart from these two figures, so every virtual device here is
+CPU-typed with num_cores 1 and the whole peak in `frequency`.
+
+Grappler reports op times in whole microseconds. Virtual devices are made
+`scale` times slower (COST_SCALE = 1000) and times divided back, which gives
+nanosecond resolution: the small ops of tiny models are sub-microsecond.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ REFERENCE_DEVICES = {
     "CPU": {"peak_gflops": 1324.8, "memory_bandwidth": 68e9},
 }
 _OTHER = {"peak_gflops": 100.0, "memory_bandwidth": 12e9}  # Grappler's own default.
-_GPU_FLOPS_PER_CORE_CYCLE = 192 * 2  # Kepler cores per SMX x flops per FMA.
+COST_SCALE = 1000.0
+UNLIMITED_MEMORY = 1 << 60  # bytes; memory limits are checked by the callers.
 
 
 def device_performance(device: Device, reference: bool = False) -> tuple[float, float]:
@@ -52,47 +58,38 @@ def device_performance(device: Device, reference: bool = False) -> tuple[float, 
     return gflops, bw
 
 
-def device_properties(device: Device, reference: bool = False) -> device_properties_pb2.DeviceProperties:
-    """Grappler DeviceProperties with the device's peak compute and bandwidth.
+def virtual_device(
+    name: str, gflops: float, bandwidth: float, scale: float = COST_SCALE
+) -> device_properties_pb2.NamedDevice:
+    """A CPU-typed Grappler device `scale` times slower than the given figures.
 
     Args:
-      device: the cluster device.
-      reference: describe the reference device of its type (for per-type costs).
+      name: TF device name, e.g. "/device:GPU:0".
+      gflops: peak compute, 1e9 flops per second.
+      bandwidth: memory bandwidth, bytes per second.
+      scale: slow-down factor; divide Grappler's times by it.
     """
-    gflops, bw = device_performance(device, reference)
     props = device_properties_pb2.DeviceProperties(
-        type=device.type,
+        type="CPU",
         num_cores=1,
-        memory_size=int(device.memory_bytes),
-        bandwidth=max(int(bw / 1e3), 1),  # KB/s
+        frequency=max(int(round(gflops * 1e3 / scale)), 1),  # MHz = MFLOPS here
+        memory_size=UNLIMITED_MEMORY,
+        bandwidth=max(int(round(bandwidth / 1e3 / scale)), 1),  # KB/s
     )
-    if device.type == "GPU":
-        props.frequency = max(int(round(gflops * 1e3 / _GPU_FLOPS_PER_CORE_CYCLE)), 1)
-        props.environment["architecture"] = "3"
-    else:
-        props.frequency = max(int(round(gflops * 1e3)), 1)
-    return props
+    return device_properties_pb2.NamedDevice(name=name, properties=props)
 
 
-def virtual_cluster(devices: Sequence[Device], reference: bool = False, unlimited_memory: bool = False):
-    """A Grappler virtual cluster (no hardware needed) with these devices.
-
-    Args:
-      devices: cluster devices.
-      reference: use the reference device of each type (per-type costs).
-      unlimited_memory: give every device 2**60 bytes, so Grappler schedules
-        a step that does not fit and the caller can read its peak memory (the
-        virtual cluster otherwise refuses it with ResourceExhausted and no peak).
-    """
+def grappler_cluster(named: Sequence[device_properties_pb2.NamedDevice]):
+    """A Grappler virtual cluster (no hardware needed) with step stats on."""
     from tensorflow.python.grappler import cluster as gcluster  # noqa: PLC0415
 
-    named = []
-    for d in devices:
-        props = device_properties(d, reference)
-        if unlimited_memory:
-            props.memory_size = 1 << 60
-        named.append(device_properties_pb2.NamedDevice(name=d.name, properties=props))
-    return gcluster.Cluster(devices=named, disable_detailed_stats=False, disable_timeline=False)
+    return gcluster.Cluster(devices=list(named), disable_detailed_stats=False, disable_timeline=False)
+
+
+def cost_model_cluster(device: Device):
+    """A one-device virtual cluster of `device`'s reference type, COST_SCALE slower."""
+    gflops, bw = device_performance(device, reference=True)
+    return grappler_cluster([virtual_device(device.name, gflops, bw)])
 
 
 def placed_metagraph(
@@ -173,30 +170,3 @@ def error_line(e: BaseException) -> str:
     useful = [ln for ln in useful if not ln.endswith(("in <module>", "line"))] or lines
     return (useful[0] if useful else type(e).__name__)[:500]
 
-
-# Grappler reports each op's time in whole microseconds; per-op costs are
-# estimated on a device COST_SCALE times slower and divided back, which
-# gives nanosecond resolution (small ops of tiny models are sub-microsecond).
-COST_SCALE = 1000.0
-
-
-def cost_model_cluster(device: Device):
-    """A one-device virtual cluster for per-op costs of `device`'s reference type.
-
-    The device is described as a CPU-typed Grappler device, whose peak is
-    num_cores x frequency (1 MHz = 1 MFLOPS resolution), with the reference
-    device's peak and bandwidth divided by COST_SCALE; the cost model treats
-    device types alike apart from these two figures.
-    """
-    from tensorflow.python.grappler import cluster as gcluster  # noqa: PLC0415
-
-    gflops, bw = device_performance(device, reference=True)
-    props = device_properties_pb2.DeviceProperties(
-        type="CPU",
-        num_cores=1,
-        frequency=max(int(round(gflops * 1e3 / COST_SCALE)), 1),
-        memory_size=1 << 60,
-        bandwidth=max(int(round(bw / 1e3 / COST_SCALE)), 1),
-    )
-    named = [device_properties_pb2.NamedDevice(name=device.name, properties=props)]
-    return gcluster.Cluster(devices=named, disable_detailed_stats=False, disable_timeline=False)
