@@ -69,34 +69,37 @@ def load_metagraph(path: str) -> meta_graph_pb2.MetaGraphDef:
     except OSError as e:
         raise InputError(f"{path}: cannot read metagraph ({e.strerror or e})") from None
     for cls in (meta_graph_pb2.MetaGraphDef, graph_pb2.GraphDef):
-        proto = _parse(raw, cls)
-        if proto is None:
-            continue
-        if isinstance(proto, graph_pb2.GraphDef):
-            if not proto.node:
+        for parse in (_parse_binary, _parse_text):
+            proto = parse(raw, cls)
+            if proto is None:
                 continue
-            mg = meta_graph_pb2.MetaGraphDef()
-            mg.graph_def.CopyFrom(proto)
-            return mg
-        if proto.graph_def.node:
-            return proto
+            if isinstance(proto, graph_pb2.GraphDef) and proto.node:
+                mg = meta_graph_pb2.MetaGraphDef()
+                mg.graph_def.CopyFrom(proto)
+                return mg
+            if isinstance(proto, meta_graph_pb2.MetaGraphDef) and proto.graph_def.node:
+                return proto
     raise InputError(f"{path}: not a MetaGraphDef or GraphDef protobuf (binary or text), or it has no ops")
 
 
-def _parse(raw: bytes, cls):
-    """Parses `raw` as binary, then as text protobuf; None if neither works."""
+def _parse_binary(raw: bytes, cls):
+    """Parses `raw` as a binary protobuf of `cls`; None if it is not one."""
     proto = cls()
     try:
         proto.ParseFromString(raw)
-        return proto
     except (message.DecodeError, RuntimeError, ValueError):
-        pass
+        return None
+    return proto
+
+
+def _parse_text(raw: bytes, cls):
+    """Parses `raw` as a text protobuf of `cls`; None if it is not one."""
     proto = cls()
     try:
         text_format.Parse(raw.decode("utf-8"), proto)
-        return proto
     except (text_format.ParseError, UnicodeDecodeError, ValueError):
         return None
+    return proto
 
 
 def to_tf_graph(source) -> tf.Graph:

@@ -3,7 +3,7 @@
 Three lines put a learned placement on a model built in graph mode:
 
     p = Placement.load("best.placement.json")
-    with tf.Graph().as_default(), tf.device(apply.device_fn(p)):
+    with tf.Graph().as_default(), tf.compat.v1.device(apply.device_fn(p)):
         build_model()
 
 or, for a model already built (a MetaGraphDef or GraphDef),
@@ -220,7 +220,7 @@ def unplaced(placement: Placement, graph_def_or_metagraph) -> list[str]:
 
 
 class DeviceFunction:
-    """A device function for `with tf.device(fn):` in graph mode.
+    """A device function for `with tf.compat.v1.device(fn):` in graph mode.
 
     Each op created in the block gets the device the placement gives its
     name; ops the placement does not name keep their device and are listed
@@ -246,7 +246,7 @@ class DeviceFunction:
 
 
 def device_fn(placement: Placement, device_map: dict[str, str] | None = None) -> DeviceFunction:
-    """Returns a function for `with tf.device(device_fn(p)):` while model code builds the graph.
+    """Returns a function for `with tf.compat.v1.device(device_fn(p)):` while model code builds the graph.
 
     Ops are matched by name, so the model must be built with the names it had
     when the placement was learned (same code, same name scopes, built into

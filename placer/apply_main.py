@@ -55,8 +55,6 @@ def _list_moves(title: str, moves: dict[str, tuple[str, str]]) -> None:
 
 def main(argv: list[str]) -> None:
     del argv
-    from placer import local_cluster  # noqa: PLC0415 (imports TensorFlow)
-
     if _CONFIG.value is None or _PLACEMENT.value is None:
         raise InputError("give --config=configs/MODEL.py and --placement=FILE")
     if _STEPS.value < 1:
@@ -66,6 +64,8 @@ def main(argv: list[str]) -> None:
     num_cpus = _LOGICAL_CPUS.value or 1
     if num_cpus < 1:
         raise InputError(f"--logical_cpus: need at least 1, got {num_cpus}")
+    from placer import local_cluster  # noqa: PLC0415 (imports TensorFlow)
+
     if _LOGICAL_CPUS.value:
         try:
             local_cluster.configure_logical_cpus(num_cpus)
@@ -108,7 +108,7 @@ def main(argv: list[str]) -> None:
         print(f"  {name:<16} {s['ops_placed']:>6} ops placed  {s['ops_traced']:>6} traced  "
               f"busy {s['busy_s']:.6f} s")
     print(f"verified: {check.checked} ops ran on their device; not traced: {len(check.not_in_step)} "
-          f"outside the training step, {len(check.not_traced)} rewritten away by Grappler")
+          f"outside the training step, {len(check.not_traced)} folded or merged by graph optimisation")
     _list_moves("moved by TF to the device of the resource they read (predicted)", predicted)
     _list_moves("fused by Grappler into an op on another device", check.fused)
     _list_moves("moved by TF otherwise", check.moved)

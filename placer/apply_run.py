@@ -4,9 +4,9 @@
 one more step; `verify` compares the devices in that trace (RunMetadata
 step stats) with the devices asked for. Ops that leave no trace are not
 checked: ops outside the training step (initialisers, ops no fetch needs)
-and ops Grappler folded or pruned away when rewrites are on (constants,
-shape arithmetic, identities); with rewrites off every op of the step is
-traced, NoOps included.
+and ops the graph optimisations folded, merged or pruned (constants,
+shape arithmetic, identities; with Grappler on many more, with it off a few
+duplicate constants and Shape ops remain).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Verification:
         BiasAdd folded into the MatMul before it, run as _FusedMatMul under
         the BiasAdd's name on the MatMul's device).
       not_in_step: ops of the placement one training step does not run.
-      not_traced: ops of the step missing from the trace (rewritten away).
+      not_traced: ops of the step missing from the trace (optimised away).
     """
 
     checked: int

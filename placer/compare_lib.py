@@ -28,8 +28,16 @@ from placer.placement import Placement
 EXPERT = "expert"
 SINGLE_GPU = "single_gpu"
 NOT_APPLICABLE = "n/a"  # a baseline that cannot place this graph on this cluster (Row.failure)
-CSV_COLUMNS = ("method", "step_time_s", "failure", "speedup_vs_expert", "speedup_vs_single_gpu",
-               "ratio_to_lower_bound", "place_seconds", "message")
+CSV_COLUMNS = (
+    "method",
+    "step_time_s",
+    "failure",
+    "speedup_vs_expert",
+    "speedup_vs_single_gpu",
+    "ratio_to_lower_bound",
+    "place_seconds",
+    "message",
+)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -92,15 +100,18 @@ def on_cluster(placement: Placement, graph: OpGraph, cluster: Cluster, source: s
         cluster does not have.
     """
     if len(placement.devices) != graph.num_ops:
-        raise InputError(f"{source}: field 'ops' has {len(placement.devices)} entries, "
-                         f"graph {graph.name!r} has {graph.num_ops} ops")
+        raise InputError(
+            f"{source}: field 'ops' has {len(placement.devices)} entries, graph {graph.name!r} has {graph.num_ops} ops"
+        )
     placement.check_graph(graph, source)
     pos = {n: i for i, n in enumerate(cluster.device_names)}
     for d in np.unique(placement.devices):
         name = placement.device_names[int(d)]
         if name not in pos:
-            raise InputError(f"{source}: field 'devices' names {name!r}, not a device of cluster "
-                             f"{cluster.name!r} ({', '.join(cluster.device_names)})")
+            raise InputError(
+                f"{source}: field 'devices' names {name!r}, not a device of cluster "
+                f"{cluster.name!r} ({', '.join(cluster.device_names)})"
+            )
     remap = np.array([pos.get(n, 0) for n in placement.device_names], dtype=np.int64)
     devices = remap[np.asarray(placement.devices, dtype=np.int64)]
     return Placement.from_ops(graph, devices, cluster.device_names, groups=placement.groups, **placement.metadata)
@@ -115,9 +126,17 @@ def label(placement: Placement, index: int, taken: set[str]) -> str:
     return name
 
 
-def compare(graph: OpGraph, cluster: Cluster, measurer: Measurer, methods: Sequence[str],
-            extra_placements: Sequence[Placement] = (), *, seed: int = 0, strict: bool = True,
-            labels: Sequence[str] | None = None) -> list[Row]:
+def compare(
+    graph: OpGraph,
+    cluster: Cluster,
+    measurer: Measurer,
+    methods: Sequence[str],
+    extra_placements: Sequence[Placement] = (),
+    *,
+    seed: int = 0,
+    strict: bool = True,
+    labels: Sequence[str] | None = None,
+) -> list[Row]:
     """Places `graph` with each baseline, measures them and the given placements.
 
     Args:
@@ -175,11 +194,11 @@ def compare(graph: OpGraph, cluster: Cluster, measurer: Measurer, methods: Seque
         seconds.append(None)
         messages.append("")
     runnable = [i for i, p in enumerate(placements) if p is not None]
-    measured = dict(zip(runnable, measurer.measure([placements[i] for i in runnable])))
+    measured = dict(zip(runnable, measurer.measure([placements[i] for i in runnable]), strict=True))
     lb = bounds.lower_bound(graph, cluster)
 
     def step_of(name: str) -> float | None:
-        for i, n in enumerate(names[:len(methods)]):
+        for i, n in enumerate(names[: len(methods)]):
             if n == name and i in measured and measured[i].ok:
                 return float(measured[i].step_time)
         return None
@@ -194,8 +213,20 @@ def compare(graph: OpGraph, cluster: Cluster, measurer: Measurer, methods: Seque
         m = measured[i]
         st = float(m.step_time) if m.ok else None
         peak = tuple(float(x) for x in m.peak_memory) if len(m.peak_memory) else zeros
-        rows.append(Row(name, st, m.failure, speedup(ref_expert, st), speedup(ref_gpu, st),
-                        None if st is None or lb <= 0 else st / lb, peak, seconds[i], m.message, placements[i]))
+        rows.append(
+            Row(
+                name,
+                st,
+                m.failure,
+                speedup(ref_expert, st),
+                speedup(ref_gpu, st),
+                None if st is None or lb <= 0 else st / lb,
+                peak,
+                seconds[i],
+                m.message,
+                placements[i],
+            )
+        )
     return rows
 
 
@@ -232,22 +263,45 @@ def csv_text(rows: Sequence[Row], device_names: Sequence[str]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([*CSV_COLUMNS, *(f"peak_bytes:{d}" for d in device_names)])
     for r in rows:
-        w.writerow([r.method, _num(r.step_time, ".9g"), r.failure or "", _num(r.speedup_vs_expert, ".6g"),
-                    _num(r.speedup_vs_single_gpu, ".6g"), _num(r.ratio_to_lower_bound, ".6g"),
-                    _num(r.place_seconds, ".6g"), " ".join(r.message.split()),
-                    *(f"{x:.0f}" for x in r.peak_memory)])
+        w.writerow(
+            [
+                r.method,
+                _num(r.step_time, ".9g"),
+                r.failure or "",
+                _num(r.speedup_vs_expert, ".6g"),
+                _num(r.speedup_vs_single_gpu, ".6g"),
+                _num(r.ratio_to_lower_bound, ".6g"),
+                _num(r.place_seconds, ".6g"),
+                " ".join(r.message.split()),
+                *(f"{x:.0f}" for x in r.peak_memory),
+            ]
+        )
     return buf.getvalue()
 
 
 def markdown_text(rows: Sequence[Row], device_names: Sequence[str], title: str = "") -> str:
     """The comparison as a Markdown table (peak memory in GiB, devices in the cluster's order)."""
     unit, uname = memory_unit(rows)
-    head = ["method", "step time (s)", "vs expert", "vs single GPU", "/ lower bound", "place time (s)",
-            f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names)]
+    head = [
+        "method",
+        "step time (s)",
+        "vs expert",
+        "vs single GPU",
+        "/ lower bound",
+        "place time (s)",
+        f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names),
+    ]
     lines = [f"### {title}\n" if title else "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r.method, status(r), _num(r.speedup_vs_expert, ".2f"), _num(r.speedup_vs_single_gpu, ".2f"),
-                 _num(r.ratio_to_lower_bound, ".2f"), _num(r.place_seconds, ".3f"), _mem(r, unit, " / ")]
+        cells = [
+            r.method,
+            status(r),
+            _num(r.speedup_vs_expert, ".2f"),
+            _num(r.speedup_vs_single_gpu, ".2f"),
+            _num(r.ratio_to_lower_bound, ".2f"),
+            _num(r.place_seconds, ".3f"),
+            _mem(r, unit, " / "),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     notes = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
     return "\n".join(x for x in lines if x) + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
@@ -257,9 +311,19 @@ def terminal_text(rows: Sequence[Row], device_names: Sequence[str]) -> str:
     """The comparison as an aligned plain-text table for the terminal."""
     unit, uname = memory_unit(rows)
     head = ["method", "step (s)", "vs expert", "vs 1 GPU", "/ bound", "place (s)", f"peak {uname} per device"]
-    body = [[r.method, status(r), _num(r.speedup_vs_expert, ".2f"), _num(r.speedup_vs_single_gpu, ".2f"),
-             _num(r.ratio_to_lower_bound, ".2f"), _num(r.place_seconds, ".3f"), _mem(r, unit, " ")] for r in rows]
-    width = [max(len(x) for x in col) for col in zip(head, *body)]
+    body = [
+        [
+            r.method,
+            status(r),
+            _num(r.speedup_vs_expert, ".2f"),
+            _num(r.speedup_vs_single_gpu, ".2f"),
+            _num(r.ratio_to_lower_bound, ".2f"),
+            _num(r.place_seconds, ".3f"),
+            _mem(r, unit, " "),
+        ]
+        for r in rows
+    ]
+    width = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     fmt = "  ".join(f"{{:<{w}}}" for w in width)
     out = [fmt.format(*head), fmt.format(*("-" * w for w in width))] + [fmt.format(*b) for b in body]
     out.append("devices: " + ", ".join(device_names))
@@ -267,7 +331,7 @@ def terminal_text(rows: Sequence[Row], device_names: Sequence[str]) -> str:
 
 
 def short_device(name: str) -> str:
-    """"/device:GPU:0" -> "GPU:0" (column headers)."""
+    """ "/device:GPU:0" -> "GPU:0" (column headers)."""
     return name.removeprefix("/device:")
 
 

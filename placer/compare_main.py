@@ -27,8 +27,11 @@ from placer import cluster as cluster_lib
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file with costs (docs/formats.md) instead of --config.")
-_CLUSTER = flags.DEFINE_string("cluster", None, "Cluster preset (configs/clusters), JSON file, or 'local'; "
-                               "default: the config's cluster, else k80x4.")
+_CLUSTER = flags.DEFINE_string(
+    "cluster",
+    None,
+    "Cluster preset (configs/clusters), JSON file, or 'local'; default: the config's cluster, else k80x4.",
+)
 _MEASURE = flags.DEFINE_string("measure", "sim", "Backend: sim | grappler | session.")
 _METHODS = flags.DEFINE_string("methods", "all", "'all' or comma-separated baseline names (baselines/registry).")
 _PLACEMENTS = flags.DEFINE_list("placements", [], "Placement JSON files to compare too (e.g. the RL result).")
@@ -78,23 +81,28 @@ def main(argv: list[str]) -> None:
     spec = _CLUSTER.value or (config.get("cluster") if config is not None else None) or "k80x4"
     cluster = cluster_lib.load(spec)
     given = [Placement.load(p) for p in _PLACEMENTS.value]
-    loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value,
-                                 need_model=_MEASURE.value != "sim")
+    loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
-    for path, p in zip(_PLACEMENTS.value, given):
+    for path, p in zip(_PLACEMENTS.value, given, strict=True):
         compare_lib.on_cluster(p, graph, cluster, path)  # fail on a wrong file before placing anything
     taken = set(methods)
     labels = []
-    for i, (path, p) in enumerate(zip(_PLACEMENTS.value, given)):
+    for i, (path, p) in enumerate(zip(_PLACEMENTS.value, given, strict=True)):
         base = p.metadata.get("method") or os.path.basename(path).split(".")[0]
         labels.append(compare_lib.label(p.with_metadata(method=base), i, taken))
         taken.add(labels[-1])
-    measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model,
-                                      metagraph=None if loaded.model is None else loaded.model.metagraph)
-    rows = compare_lib.compare(graph, cluster, measurer, methods, given, seed=_SEED.value, strict=strict,
-                               labels=labels)
-    print(f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
-          f"measure: {_MEASURE.value}")
+    measurer = registry.make_measurer(
+        _MEASURE.value,
+        graph,
+        cluster,
+        model=loaded.model,
+        metagraph=None if loaded.model is None else loaded.model.metagraph,
+    )
+    rows = compare_lib.compare(graph, cluster, measurer, methods, given, seed=_SEED.value, strict=strict, labels=labels)
+    print(
+        f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
+        f"measure: {_MEASURE.value}"
+    )
     print(compare_lib.terminal_text(rows, cluster.device_names), end="")
     if _OUT.value:
         write_outputs(_OUT.value, rows, graph, cluster, measurer, _TIMELINE.value)

@@ -93,7 +93,7 @@ def discover(num_cpus: int | None = None) -> cluster_lib.Cluster:
     local = device_lib.list_local_devices(config)
     cpu_share = max(available_memory_bytes() // max(n, 1), 1)
     devices = []
-    for d in sorted(local, key=lambda d: (d.device_type != "CPU", d.name)):
+    for d in sorted(local, key=lambda d: (d.device_type != "CPU", d.device_type, int(d.name.rsplit(":", 1)[1]))):
         if d.device_type not in ("CPU", "GPU"):
             continue
         name = d.name.split("/device:")[-1]

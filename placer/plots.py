@@ -61,8 +61,9 @@ def plot_step_times(rows: Sequence, path: str, title: str = "") -> None:
     _save(fig, path)
 
 
-def plot_timeline(result, graph: OpGraph, cluster: Cluster, path: str, title: str = "",
-                  max_ops_labelled: int = 40) -> None:
+def plot_timeline(
+    result, graph: OpGraph, cluster: Cluster, path: str, title: str = "", max_ops_labelled: int = 40
+) -> None:
     """Gantt chart of one simulated step: one row per device, one per link that carried data.
 
     Args:
@@ -90,12 +91,24 @@ def plot_timeline(result, graph: OpGraph, cluster: Cluster, path: str, title: st
     for d in range(len(names)):
         on = np.flatnonzero(dev == d)
         if len(on):
-            ax.broken_barh(list(zip(start[on], dur[on])), (d - 0.4, 0.8), facecolors=colors(d % 10),
-                           edgecolor="black", linewidth=0.2)
+            ax.broken_barh(
+                list(zip(start[on], dur[on], strict=True)),
+                (d - 0.4, 0.8),
+                facecolors=colors(d % 10),
+                edgecolor="black",
+                linewidth=0.2,
+            )
     if graph.num_ops <= max_ops_labelled:
         for i in range(graph.num_ops):
-            ax.text(start[i] + dur[i] / 2, dev[i], str(graph.names[i]).rsplit("/", 1)[-1], ha="center",
-                    va="center", fontsize=6, clip_on=True)
+            ax.text(
+                start[i] + dur[i] / 2,
+                dev[i],
+                str(graph.names[i]).rsplit("/", 1)[-1],
+                ha="center",
+                va="center",
+                fontsize=6,
+                clip_on=True,
+            )
     row = {ab: len(names) + k for k, ab in enumerate(links)}
     for a, b, t0, t1, _, _ in result.transfers:
         ax.broken_barh([(t0, t1 - t0)], (row[(a, b)] - 0.3, 0.6), facecolors="0.6", edgecolor="0.3", linewidth=0.2)

@@ -7,13 +7,23 @@ placer/measure/tf_util.py). The step time is `MeasureCosts`' run time, the
 per-device peak memory comes from `DeterminePeakMemoryUsage`, per-device busy
 time from the step stats.
 
+Transfers: Grappler's scheduler inserts _Send/_Recv pairs between devices but
+gives them no cost (checked with TF 2.21: a 4 MiB tensor crosses for free).
+So each cross-device tensor is routed through a Snapshot op placed on a
+virtual "link" device of the ordered device pair, whose memory bandwidth is
+twice the cluster's link bandwidth (Snapshot reads and writes the tensor):
+the copy takes bytes / bandwidth, transfers on one link run one at a time,
+and a tensor goes to each consuming device once. Link latency is not
+modelled. Reference, resource and variant tensors are not rerouted (their
+edges stay free; TF colocates reference consumers with their variable).
+
 Checks done before scheduling, since the virtual cluster itself would
 happily run anything anywhere:
   * an op on a device type without a kernel -> UNSUPPORTED;
   * ops sharing a colocation key on different devices -> ERROR ("colocation",
     as a real session would refuse such a graph);
 and after: a device's peak memory over its `memory_bytes` -> OOM (the virtual
-devices get unlimited memory so the peak is known even then). Grappler
+devices have unlimited memory so the peak is known even then). Grappler
 errors (ResourceExhausted -> OOM, others -> ERROR) are caught; measuring never
 raises for a placement that merely cannot run.
 """
@@ -33,6 +43,10 @@ from placer.measure import tf_util
 from placer.measure.base import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.placement import Placement
 
+LINK_INDEX_BASE = 10000  # link devices are "/device:CPU:10000" and up.
+_LINK_GFLOPS = 1e9  # a link computes nothing; its copy is bandwidth-bound.
+TRANSFER_SCOPE = "placer_transfer"
+
 
 class GrapplerMeasurer:
     """Measures placements of one graph on a Grappler virtual cluster.
@@ -44,15 +58,34 @@ class GrapplerMeasurer:
       cluster: the devices to simulate.
     """
 
-    def __init__(self, metagraph, graph: OpGraph, cluster: Cluster):
+    def __init__(self, metagraph, graph: OpGraph, cluster: Cluster, *, scale: float = tf_util.COST_SCALE):
         self.metagraph = extract.metagraph_of(metagraph)
         self.graph = graph
         self.cluster = cluster
+        self.scale = float(scale)
         types = sorted({d.type for d in cluster.devices})
         mask = extract.kernel_mask(graph, types)
         self._runnable = mask[:, [types.index(d.type) for d in cluster.devices]]  # [n, D]
-        self._vc = tf_util.virtual_cluster(cluster.devices, unlimited_memory=True)
+        d = cluster.num_devices
+        named = [tf_util.virtual_device(x.name, *tf_util.device_performance(x), self.scale) for x in cluster.devices]
+        for i in range(d):
+            for j in range(d):
+                if i != j:
+                    bw = 2.0 * float(cluster.bandwidth[i, j])
+                    named.append(tf_util.virtual_device(self._link(i, j), _LINK_GFLOPS, bw, self.scale))
+        self._vc = tf_util.grappler_cluster(named)
         self._pos = {n: i for i, n in enumerate(cluster.device_names)}
+        self._index = graph.index()
+        # Tensors whose data a transfer copies: "op:k" -> dtype enum.
+        self._movable: dict[str, int] = {}
+        for op in extract.to_tf_graph(self.metagraph).get_operations():
+            for k, t in enumerate(op.outputs):
+                dt = t.dtype
+                if dt == dt.base_dtype and dt not in (tf.resource, tf.variant):
+                    self._movable[f"{op.name}:{k}"] = dt.as_datatype_enum
+
+    def _link(self, i: int, j: int) -> str:
+        return f"/device:CPU:{LINK_INDEX_BASE + i * self.cluster.num_devices + j}"
 
     def measure(self, placements: Sequence[Placement]) -> list[Measurement]:
         """Returns one Measurement per placement, in order."""
@@ -78,7 +111,7 @@ class GrapplerMeasurer:
         coloc = tf_util.colocation_violation(self.graph, devices)
         if coloc:
             return Measurement.failed(ERROR, coloc, d)
-        mg = tf_util.placed_metagraph(self.metagraph, self.graph, devices, self.cluster.device_names)
+        mg = self.placed(devices)
         try:
             item = gitem.Item(mg, ignore_colocation=True)
             _, run_time, step_stats = self._vc.MeasureCosts(item)
@@ -96,7 +129,7 @@ class GrapplerMeasurer:
         for dev_stats in step_stats.dev_stats:
             i = self._pos.get(tf_util.short_device_name(dev_stats.device))
             if i is not None:
-                busy[i] += sum(ns.op_end_rel_micros for ns in dev_stats.node_stats) * 1e-6
+                busy[i] += sum(ns.op_end_rel_micros for ns in dev_stats.node_stats) * 1e-6 / self.scale
         moved = tf_util.cross_device_bytes(self.graph, devices)
         memory = self.cluster.memory()
         over = np.flatnonzero(peak > memory)
@@ -110,4 +143,35 @@ class GrapplerMeasurer:
                 busy,
                 moved,
             )
-        return Measurement(step_time=float(run_time), peak_memory=peak, busy_time=busy, bytes_moved=moved)
+        return Measurement(step_time=float(run_time) / self.scale, peak_memory=peak, busy_time=busy, bytes_moved=moved)
+
+    def placed(self, devices: np.ndarray):
+        """The MetaGraphDef Grappler schedules: devices set, transfers routed via links."""
+        mg = tf_util.placed_metagraph(self.metagraph, self.graph, devices, self.cluster.device_names)
+        index = self._index
+        added: set[str] = set()
+        for node in list(mg.graph_def.node):
+            b = index.get(node.name)
+            if b is None:
+                continue
+            b = int(devices[b])
+            for k, inp in enumerate(node.input):
+                if inp.startswith("^"):
+                    continue
+                src, _, out = inp.partition(":")
+                a = index.get(src)
+                if a is None or int(devices[a]) == b:
+                    continue
+                tensor = f"{src}:{out or 0}"
+                dtype = self._movable.get(tensor)
+                if dtype is None:
+                    continue
+                name = f"{TRANSFER_SCOPE}/{src}/{out or 0}/to_{b}"
+                if name not in added:
+                    x = mg.graph_def.node.add(
+                        name=name, op="Snapshot", input=[tensor], device=self._link(int(devices[a]), b)
+                    )
+                    x.attr["T"].type = dtype
+                    added.add(name)
+                node.input[k] = name
+        return mg

@@ -60,6 +60,7 @@ class Units:
         = the largest edge between them, sorted by producer op; ent_pstart
         indexes the first entry of each producer and ent_unit is its unit.
       acyclic: whether the unit graph has no cycle.
+      unit_group: [U] the group each unit belongs to (see `split_cycles`).
     """
 
     op_unit: np.ndarray
@@ -82,6 +83,7 @@ class Units:
     ent_bytes: np.ndarray
     ent_pstart: np.ndarray
     acyclic: bool
+    unit_group: np.ndarray
 
 
 def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
@@ -95,9 +97,11 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
       The placement-independent tables of the unit graph.
     """
     n = graph.num_ops
-    unit = np.arange(n, dtype=np.int64) if op_unit is None else np.asarray(op_unit, dtype=np.int64)
-    num_units = int(unit.max()) + 1 if n else 0
     src, dst = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64)
+    group = np.arange(n, dtype=np.int64) if op_unit is None else np.asarray(op_unit, dtype=np.int64)
+    unit, unit_group = (group, np.arange(int(group.max()) + 1 if n else 0)) if op_unit is None else \
+        split_cycles(group, src, dst)
+    num_units = int(unit.max()) + 1 if n else 0
     data = ~graph.edge_control
     cost = np.zeros((num_units, len(graph.device_types)))
     np.add.at(cost, unit, graph.compute_cost)
@@ -141,7 +145,50 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
     return Units(unit, num_units, cost, offset, persistent, external, transient, succ_ptr, ud, succ_data,
                  indeg, pkey // max(num_units, 1), pkey % max(num_units, 1), pair_bytes, pair_count,
                  unit[ent_op[ent_pstart]] if len(ent_op) else np.zeros(0, np.int64), ent_cons,
-                 ebytes, ent_pstart, acyclic)
+                 ebytes, ent_pstart, acyclic, unit_group)
+
+
+def split_cycles(group: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Splits groups into units so that the unit graph has no cycle.
+
+    Colocation constraints can close cycles between groups (a variable's
+    group holds both its read, needed by the forward pass, and its update,
+    which needs the gradients). Only groups on such a cycle (a strongly
+    connected component of the group graph) are split: inside a component
+    each op gets a phase, the largest number of group changes on a path to it
+    within the component, and a unit is a (group, phase) pair. Every edge
+    between units of one component then goes to a higher phase, so no cycle
+    remains; the units of a group still share its device.
+
+    Args:
+      group: [n_ops] group per op.
+      src, dst: [m] edges (ops in topological order, src < dst).
+
+    Returns:
+      ([n_ops] unit per op, [U] group per unit); units numbered by group, then phase.
+    """
+    from scipy.sparse import csr_matrix  # noqa: PLC0415
+    from scipy.sparse.csgraph import connected_components  # noqa: PLC0415
+
+    n_groups = int(group.max()) + 1
+    gs, gd = group[src], group[dst]
+    adj = csr_matrix((np.ones(len(src)), (gs, gd)), shape=(n_groups, n_groups))
+    _, comp = connected_components(adj, directed=True, connection="strong")
+    size = np.bincount(comp)
+    if size.max(initial=1) <= 1:
+        return group, np.arange(n_groups)
+    opcomp = comp[group]
+    inside = (opcomp[src] == opcomp[dst]) & (size[opcomp[src]] > 1)
+    order = np.argsort(dst[inside], kind="stable")
+    phase = [0] * len(group)
+    g = group.tolist()
+    for u, v in zip(src[inside][order].tolist(), dst[inside][order].tolist()):
+        p = phase[u] + (g[u] != g[v])
+        if p > phase[v]:
+            phase[v] = p
+    ph = np.asarray(phase, dtype=np.int64)
+    keys, unit = np.unique(group * (int(ph.max()) + 1) + ph, return_inverse=True)
+    return unit.astype(np.int64), keys // (int(ph.max()) + 1)
 
 
 def _activation_bytes(graph, unit, num_units, src, dst, data):

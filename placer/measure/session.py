@@ -17,8 +17,9 @@ devices as a Cluster.
 
 Failures are never raised: ResourceExhaustedError -> OOM, DeadlineExceeded
 (the per-run time-out, RunOptions.timeout_in_ms) -> TIMEOUT, an op placed on a
-device type without a kernel -> UNSUPPORTED (checked before running), any
-other TF error -> ERROR.
+device type without a kernel -> UNSUPPORTED and a split colocation group ->
+ERROR (both checked before running, as GrapplerMeasurer does), any other TF
+error (e.g. a device this process lacks) -> ERROR.
 """
 
 from __future__ import annotations
@@ -189,6 +190,9 @@ class SessionMeasurer:
                 f"op {self.graph.names[i]!r} ({self.graph.types[i]}) has no {dev.type} kernel, placed on {dev.name}",
                 d,
             )
+        coloc = tf_util.colocation_violation(self.graph, devices)
+        if coloc:
+            return Measurement.failed(ERROR, coloc, d)
         mg = tf_util.placed_metagraph(self.metagraph, self.graph, devices, self.cluster.device_names)
         try:
             return self._run(mg, devices)

@@ -199,11 +199,11 @@ class Simulator:
                 gdev = batch
                 whole[:] = True
             else:
-                first = np.full(units.num_units, -1)
+                first = np.full(int(grp.max()) + 1, -1)
                 first[grp[::-1]] = np.arange(n)[::-1]
                 gdev = batch[:, first]
                 whole = (gdev[:, grp] == batch).all(1)
-            self._run_units(units, gdev[whole], trace, out, np.flatnonzero(whole))
+            self._run_units(units, gdev[whole][:, units.unit_group], trace, out, np.flatnonzero(whole))
         if not whole.all():
             rest = np.flatnonzero(~whole)
             ops = batch[rest][:, grp] if per_group else batch[rest]

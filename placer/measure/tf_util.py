@@ -169,4 +169,3 @@ def error_line(e: BaseException) -> str:
     useful = [ln for ln in lines if not ln.startswith(_BOILERPLATE) and not ln.startswith("Detected")]
     useful = [ln for ln in useful if not ln.endswith(("in <module>", "line"))] or lines
     return (useful[0] if useful else type(e).__name__)[:500]
-

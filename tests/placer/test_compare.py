@@ -19,8 +19,15 @@ MB = 10**6
 
 
 def op(name, gpu, persistent=0):
-    return {"name": name, "type": "T", "output_shapes": [], "output_bytes": 0, "persistent_bytes": persistent,
-            "colocation": "", "cost": {"CPU": 10.0 * gpu, "GPU": gpu}}
+    return {
+        "name": name,
+        "type": "T",
+        "output_shapes": [],
+        "output_bytes": 0,
+        "persistent_bytes": persistent,
+        "colocation": "",
+        "cost": {"CPU": 10.0 * gpu, "GPU": gpu},
+    }
 
 
 # Named like the NMT builder's scopes so the expert rules apply: input and
@@ -28,19 +35,33 @@ def op(name, gpu, persistent=0):
 # transfers are free on the zero-latency links below.
 #   x (1 s on GPU) -> a (4 s), x -> b (4 s), a -> c, b -> c (1 s); a and b own 0.6 MB each.
 GRAPH = {
-    "format": "placer.opgraph", "version": 1, "name": "nmt", "device_types": ["CPU", "GPU"],
-    "ops": [op("input/x", 1.0), op("encoder/layer_0/a", 4.0, 6 * MB // 10), op("encoder/layer_1/b", 4.0, 6 * MB // 10),
-            op("softmax/c", 1.0)],
-    "edges": [{"src": s, "dst": d, "bytes": 0, "control": False} for s, d in
-              (("input/x", "encoder/layer_0/a"), ("input/x", "encoder/layer_1/b"),
-               ("encoder/layer_0/a", "softmax/c"), ("encoder/layer_1/b", "softmax/c"))],
+    "format": "placer.opgraph",
+    "version": 1,
+    "name": "nmt",
+    "device_types": ["CPU", "GPU"],
+    "ops": [
+        op("input/x", 1.0),
+        op("encoder/layer_0/a", 4.0, 6 * MB // 10),
+        op("encoder/layer_1/b", 4.0, 6 * MB // 10),
+        op("softmax/c", 1.0),
+    ],
+    "edges": [
+        {"src": s, "dst": d, "bytes": 0, "control": False}
+        for s, d in (
+            ("input/x", "encoder/layer_0/a"),
+            ("input/x", "encoder/layer_1/b"),
+            ("encoder/layer_0/a", "softmax/c"),
+            ("encoder/layer_1/b", "softmax/c"),
+        )
+    ],
 }
 
 
 def cluster_spec(gpu_memory, gpus=2):
     devices = [{"name": "/device:CPU:0", "type": "CPU", "memory_bytes": 10**11, "speed": 1.0}]
-    devices += [{"name": f"/device:GPU:{i}", "type": "GPU", "memory_bytes": gpu_memory, "speed": 1.0}
-                for i in range(gpus)]
+    devices += [
+        {"name": f"/device:GPU:{i}", "type": "GPU", "memory_bytes": gpu_memory, "speed": 1.0} for i in range(gpus)
+    ]
     return {"name": "tiny", "devices": devices, "links": {"default": {"bandwidth": 1e9, "latency": 0.0}, "pairs": []}}
 
 
@@ -52,15 +73,17 @@ def write_cluster(tmp_path, gpu_memory, gpus=2):
 
 def rl_placement(graph, **metadata):
     # x on GPU:1, a on GPU:0, b and c on GPU:1: x 0-1, a and b 1-5, c 5-6 -> 6 s.
-    return Placement.from_ops(graph, [2, 1, 2, 2], ("/device:CPU:0", "/device:GPU:0", "/device:GPU:1"),
-                              method="rl", **metadata)
+    return Placement.from_ops(
+        graph, [2, 1, 2, 2], ("/device:CPU:0", "/device:GPU:0", "/device:GPU:1"), method="rl", **metadata
+    )
 
 
 def test_speedups_worked_by_hand(tmp_path):
     graph = graph_io.from_json(GRAPH)
     cluster = cluster_lib.load(str(write_cluster(tmp_path, 10**9)))
-    rows = compare_lib.compare(graph, cluster, Simulator(graph, cluster), ["single_cpu", "single_gpu", "expert"],
-                               [rl_placement(graph)])
+    rows = compare_lib.compare(
+        graph, cluster, Simulator(graph, cluster), ["single_cpu", "single_gpu", "expert"], [rl_placement(graph)]
+    )
     by = {r.method: r for r in rows}
     assert list(by) == ["single_cpu", "single_gpu", "expert", "rl"]
     # single CPU: 10 + 40 + 40 + 10 = 100 s; single GPU: 1 + 4 + 4 + 1 = 10 s;
@@ -85,8 +108,9 @@ def test_speedups_worked_by_hand(tmp_path):
 
 def test_not_strict_reports_inapplicable_baseline():
     graph = graph_io.from_json({**GRAPH, "name": "other"})  # no expert rules for this name
-    cluster = cluster_lib.make("c", [cluster_lib.Device("/device:CPU:0", "CPU", 10**11),
-                                     cluster_lib.Device("/device:GPU:0", "GPU", 10**11)])
+    cluster = cluster_lib.make(
+        "c", [cluster_lib.Device("/device:CPU:0", "CPU", 10**11), cluster_lib.Device("/device:GPU:0", "GPU", 10**11)]
+    )
     rows = compare_lib.compare(graph, cluster, Simulator(graph, cluster), ["expert", "single_gpu"], strict=False)
     assert rows[0].failure == compare_lib.NOT_APPLICABLE and "no expert placement" in rows[0].message
     assert rows[1].speedup_vs_expert is None and rows[1].step_time == pytest.approx(10.0)
@@ -95,8 +119,14 @@ def test_not_strict_reports_inapplicable_baseline():
 def run(tmp_path, *args):
     (tmp_path / "g.json").write_text(json.dumps(GRAPH))
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3", MPLBACKEND="Agg")
-    return subprocess.run([sys.executable, "-m", "placer.compare_main", f"--graph={tmp_path / 'g.json'}", *args],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "placer.compare_main", f"--graph={tmp_path / 'g.json'}", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=180,
+    )
 
 
 def expect_error(out, *words):
@@ -111,17 +141,24 @@ def test_cli_all_methods_with_oom_and_pngs(tmp_path):
     # 1 MB GPUs: single_gpu puts a and b (0.6 MB each) on GPU:0 and runs out of memory.
     graph = graph_io.from_json(GRAPH)
     rl_placement(graph).save(str(tmp_path / "best_placement.json"))
-    out = run(tmp_path, f"--cluster={write_cluster(tmp_path, MB)}", f"--placements={tmp_path / 'best_placement.json'}",
-              f"--out={tmp_path / 'out'}")
+    out = run(
+        tmp_path,
+        f"--cluster={write_cluster(tmp_path, MB)}",
+        f"--placements={tmp_path / 'best_placement.json'}",
+        f"--out={tmp_path / 'out'}",
+    )
     assert out.returncode == 0, out.stderr
     from baselines import registry
 
     with open(tmp_path / "out" / "table.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["method"] for r in rows] == registry.names() + ["rl"]
-    assert list(rows[0])[:len(compare_lib.CSV_COLUMNS)] == list(compare_lib.CSV_COLUMNS)
-    assert list(rows[0])[len(compare_lib.CSV_COLUMNS):] == [
-        "peak_bytes:/device:CPU:0", "peak_bytes:/device:GPU:0", "peak_bytes:/device:GPU:1"]
+    assert list(rows[0])[: len(compare_lib.CSV_COLUMNS)] == list(compare_lib.CSV_COLUMNS)
+    assert list(rows[0])[len(compare_lib.CSV_COLUMNS) :] == [
+        "peak_bytes:/device:CPU:0",
+        "peak_bytes:/device:GPU:0",
+        "peak_bytes:/device:GPU:1",
+    ]
     by = {r["method"]: r for r in rows}
     assert by["single_gpu"]["failure"] == "oom" and by["single_gpu"]["step_time_s"] == ""
     assert all(r["speedup_vs_single_gpu"] == "" for r in rows)  # the reference failed
@@ -138,8 +175,13 @@ def test_cli_all_methods_with_oom_and_pngs(tmp_path):
 
 
 def test_cli_timeline_of_given_method(tmp_path):
-    out = run(tmp_path, f"--cluster={write_cluster(tmp_path, 10**9)}", "--methods=single_cpu,scotch",
-              f"--out={tmp_path / 'o'}", "--timeline=single_cpu")
+    out = run(
+        tmp_path,
+        f"--cluster={write_cluster(tmp_path, 10**9)}",
+        "--methods=single_cpu,scotch",
+        f"--out={tmp_path / 'o'}",
+        "--timeline=single_cpu",
+    )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "o" / "timeline_single_cpu.png").read_bytes()[:4] == b"\x89PNG"
     with open(tmp_path / "o" / "table.csv") as f:
@@ -154,12 +196,52 @@ def test_cli_unknown_method(tmp_path):
 def test_cli_placement_of_another_graph(tmp_path):
     other = graph_io.from_json({**GRAPH, "edges": GRAPH["edges"][:3]})  # one edge fewer
     Placement.from_ops(other, [1, 1, 1, 1], ("/device:CPU:0", "/device:GPU:0", "/device:GPU:1")).save(
-        str(tmp_path / "p.json"))
-    out = run(tmp_path, f"--cluster={write_cluster(tmp_path, 10**9)}", "--methods=single_cpu",
-              f"--placements={tmp_path / 'p.json'}")
+        str(tmp_path / "p.json")
+    )
+    out = run(
+        tmp_path,
+        f"--cluster={write_cluster(tmp_path, 10**9)}",
+        "--methods=single_cpu",
+        f"--placements={tmp_path / 'p.json'}",
+    )
     expect_error(out, "p.json", "fingerprint")
 
 
 def test_cli_gpu_baseline_without_gpu(tmp_path):
     out = run(tmp_path, f"--cluster={write_cluster(tmp_path, 10**9, gpus=0)}", "--methods=single_cpu,single_gpu")
     expect_error(out, "single_gpu", "no GPU")
+
+
+def _row(method, step, failure=None):
+    return compare_lib.Row(method, step, failure, None, None, None, (), None)
+
+
+def test_table1_speedup_as_the_paper_defines_it():
+    from bench import table1
+
+    # Paper, NMT on 2 GPUs: expert 4.99 s is the best baseline, RL 4.04 s: 4.99 / 4.04 - 1 = 23.5%.
+    rows = {
+        "single_cpu": _row("single_cpu", 10.72),
+        "single_gpu": _row("single_gpu", None, "oom"),
+        "scotch": _row("scotch", 14.19),
+        "mincut": _row("mincut", 11.54),
+        "expert": _row("expert", 4.99),
+        "m_etf": _row("m_etf", 3.0),
+        "rl": _row("rl", 4.04),
+    }
+    assert table1.rl_speedup(rows) == pytest.approx(0.235, abs=5e-4)
+    # Counting the extra baselines, m_etf (3.0 s) beats RL: 3.0 / 4.04 - 1.
+    assert table1.rl_speedup(rows, table1.PAPER_COLUMNS + table1.EXTRA_COLUMNS) == pytest.approx(3.0 / 4.04 - 1)
+    assert table1.rl_speedup({**rows, "rl": _row("rl", None, "oom")}) is None
+
+
+def test_table1_readme_section_replaced_in_place(tmp_path):
+    from bench import table1
+
+    path = tmp_path / "README.md"
+    path.write_text("# Title\n\nintro\n")
+    table1.update_readme("first", str(path))
+    table1.update_readme("second", str(path))
+    text = path.read_text()
+    assert text.startswith("# Title\n\nintro\n\n<!-- table1 -->\n## Reproduction (Table 1 shape)")
+    assert "second" in text and "first" not in text and text.count("<!-- table1 -->") == 1

@@ -121,3 +121,29 @@ def test_tiny_nmt_on_gpu_and_split():
     assert r2.ok and r2.step_time > 0, r2.message
     assert r2.bytes_moved > r1.bytes_moved
     assert r2.busy_time[2] > 0
+
+
+@pytest.mark.parametrize("bandwidth", [1e9, 1e10])
+def test_transfer_costs_bytes_over_link_bandwidth(bandwidth):
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.random.uniform([1024, 1024], name="a")  # 4 MiB
+        b = tf.reduce_sum(a, name="b")
+        tf.compat.v1.add_to_collection("train_op", b.op)
+    graph = extract.extract(g, name="xfer")
+    c = cluster_lib.make(
+        "t",
+        [cluster_lib.Device("/device:GPU:0", "GPU", 1 << 30), cluster_lib.Device("/device:GPU:1", "GPU", 1 << 30)],
+        bandwidth=bandwidth,
+    )
+    m = GrapplerMeasurer(extract.metagraph_of(g), graph, c)
+    same, split = m.measure(
+        [
+            Placement.from_ops(graph, np.zeros(graph.num_ops, int), c.device_names),
+            Placement.from_ops(graph, [1 if n == "b" else 0 for n in graph.names], c.device_names),
+        ]
+    )
+    assert split.step_time - same.step_time == pytest.approx(4 * 1024 * 1024 / bandwidth, rel=1e-3)
+    assert split.bytes_moved == 4 * 1024 * 1024 + 8  # a, and the int32[2] reduction axes
+    # the received copy of a is live on GPU:1 while b reads it
+    assert split.peak_memory[1] >= 4 * 1024 * 1024

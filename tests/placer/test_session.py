@@ -54,6 +54,11 @@ SCRIPT = textwrap.dedent(
     bad = SessionMeasurer(mg, graph, fake, warmup=0, steps=1)
     (e,) = bad.measure([Placement.from_ops(graph, np.where([t == "AsString" for t in graph.types], 0, 2), fake.device_names)])
     out["missing_device"] = [e.failure, e.message]
+    # A colocation group split across devices: refused before running.
+    member = next(n for n, k in zip(graph.names, graph.colocation) if k == "w" and n != "w")
+    split = np.array([1 if n == member else 0 for n in graph.names])
+    (cerr,) = m.measure([Placement.from_ops(graph, split, cluster.device_names)])
+    out["colocation"] = [cerr.failure, cerr.message]
     # A step longer than a 1 ms time-out.
     with g.as_default():
         big = tf.random.uniform([1500, 1500], name="big")
@@ -101,3 +106,8 @@ def test_missing_device_is_an_error_measurement(result):
 def test_timeout_is_a_timeout_measurement(result):
     kind, _ = result["timeout"]
     assert kind == "timeout"
+
+
+def test_split_colocation_group_is_an_error(result):
+    kind, message = result["colocation"]
+    assert kind == "error" and "colocation" in message

@@ -1,0 +1,257 @@
+"""The shape of Mirhoseini et al. (ICML 2017) Table 1 under the simulator; writes BENCHMARKS.md and README.md.
+
+Rows: RNNLM, NMT and Inception-V3 at the paper's sizes on the paper's
+machine with 2 and 4 K80 GPUs (configs/clusters/k80x2.json, k80x4.json).
+Columns: the paper's (Single-CPU, Single-GPU, Scotch, MinCut, Expert, RL, and
+the speedup of RL over the best of those five), then the extra baselines
+(metis, tf_default, m_topo, m_etf, m_sct), then the seconds each baseline
+took to place and the RL search's steps and wall time. The RL column is a
+short search (--rl_steps) on a 2-core CPU, not the paper's hours on real
+GPUs, and every step time is simulated, so only the shape of the table (which
+method wins, which runs out of memory) is comparable with the paper's.
+
+Run: .venv/bin/python -m bench.table1 [--rl_steps 20] [--clusters k80x2,k80x4]
+     [--models configs/rnnlm.py,configs/nmt.py,configs/inception_v3.py]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import tempfile
+import time
+
+from bench import report
+from graphs import atomic
+from placer import cluster as cluster_lib
+from placer import compare_lib, configs_util, pipeline
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(ROOT, "README.md")
+PAPER_COLUMNS = ("single_cpu", "single_gpu", "scotch", "mincut", "expert")
+HEADINGS = {
+    "single_cpu": "Single-CPU",
+    "single_gpu": "Single-GPU",
+    "scotch": "Scotch",
+    "mincut": "MinCut",
+    "expert": "Expert",
+}
+EXTRA_COLUMNS = ("metis", "tf_default", "m_topo", "m_etf", "m_sct")
+DEFAULT_MODELS = "configs/rnnlm.py,configs/nmt.py,configs/inception_v3.py"
+# Default RL steps per row: 6 rows of this many steps keep the whole table
+# under about 30 minutes on a 2-core CPU (measured; see BENCHMARKS.md).
+DEFAULT_RL_STEPS = 20
+
+# Mirhoseini et al. 2017, Table 1: seconds per step measured on real hardware
+# (Haswell CPU + K80 GPUs), as printed in the paper, by (model, #GPUs):
+# Single-CPU, Single-GPU, Scotch, MinCut, Expert, RL-based, speedup of RL
+# over the best of the others. None = "OOM".
+PAPER_TABLE1 = {
+    ("rnnlm", 2): (6.89, 1.57, 13.43, 11.94, 3.81, 1.57, "0.0%"),
+    ("rnnlm", 4): (6.89, 1.57, 11.52, 10.44, 4.46, 1.57, "0.0%"),
+    ("nmt", 2): (10.72, None, 14.19, 11.54, 4.99, 4.04, "23.5%"),
+    ("nmt", 4): (10.72, None, 11.23, 11.78, 4.73, 3.92, "20.6%"),
+    ("inception_v3", 2): (26.21, 4.60, 25.24, 22.88, 11.22, 4.60, "0.0%"),
+    ("inception_v3", 4): (26.21, 4.60, 23.41, 24.52, 10.65, 3.85, "19.0%"),
+}
+NAMES = {"rnnlm": "RNNLM (batch 64)", "nmt": "NMT (batch 64)", "inception_v3": "Inception-V3 (batch 32)"}
+
+
+def rl_speedup(rows: dict, columns=PAPER_COLUMNS) -> float | None:
+    """Speedup of RL over the fastest of `columns` that ran, as the paper defines it: best / RL - 1."""
+    rl = rows.get("rl")
+    others = [rows[c].step_time for c in columns if c in rows and rows[c].ok]
+    if rl is None or not rl.ok or not others:
+        return None
+    return min(others) / rl.step_time - 1.0
+
+
+def one_row(spec: str, preset: str, rl_steps: int, log) -> dict:
+    """Places and measures one model on one cluster; returns what the tables need."""
+    from placer import train_lib  # noqa: PLC0415
+    from placer.measure.simulator import Simulator  # noqa: PLC0415
+    from placer.placement import Placement  # noqa: PLC0415
+
+    cluster = cluster_lib.load(preset)
+    config = configs_util.load_config(spec)
+    config.cluster, config.measure = preset, "sim"
+    t0 = time.time()
+    graph = pipeline.load_graph(cluster, config=config).graph
+    load_s = time.time() - t0
+    extra, labels, rl = [], [], {}
+    if rl_steps > 0:
+        with tempfile.TemporaryDirectory(prefix="table1-") as workdir:
+            summary = train_lib.run(config, workdir=workdir, steps=rl_steps, seed=0, progress=False, log=log)
+            path = os.path.join(workdir, "best_placement.json")
+            if os.path.exists(path):
+                extra, labels = [Placement.load(path)], ["rl"]
+        rl = {"steps": summary["steps"], "seconds": summary["train_seconds"], "groups": summary["groups"]}
+    methods = list(PAPER_COLUMNS + EXTRA_COLUMNS)
+    rows = compare_lib.compare(graph, cluster, Simulator(graph, cluster), methods, extra, strict=False, labels=labels)
+    from placer.measure import bounds  # noqa: PLC0415
+
+    return {
+        "model": config.model.name,
+        "layers": config.model.get("num_layers"),
+        "gpus": len(cluster.indices_of_type("GPU")),
+        "ops": graph.num_ops,
+        "rows": {r.method: r for r in rows},
+        "rl": rl,
+        "load_s": load_s,
+        "lower_bound": bounds.lower_bound(graph, cluster),
+    }
+
+
+def _t(row) -> str:
+    if row is None:
+        return "-"
+    return f"{row.step_time:.3f}" if row.ok else compare_lib.status(row)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _model_name(r: dict) -> str:
+    name = NAMES.get(r["model"], r["model"])
+    return f"{name}, {r['layers']} layers" if r["layers"] else name
+
+
+def ours_table(results: list[dict]) -> str:
+    head = [
+        "Model",
+        "#GPUs",
+        *(HEADINGS[c] for c in PAPER_COLUMNS),
+        "RL",
+        "Speedup",
+        *EXTRA_COLUMNS,
+        "Speedup (all)",
+        "lower bound",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        rows = r["rows"]
+        cells = [
+            _model_name(r),
+            str(r["gpus"]),
+            *(_t(rows.get(c)) for c in PAPER_COLUMNS),
+            _t(rows.get("rl")),
+            _pct(rl_speedup(rows)),
+            *(_t(rows.get(c)) for c in EXTRA_COLUMNS),
+            _pct(rl_speedup(rows, PAPER_COLUMNS + EXTRA_COLUMNS)),
+            f"{r['lower_bound']:.3f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def place_time_table(results: list[dict]) -> str:
+    methods = PAPER_COLUMNS + EXTRA_COLUMNS
+    head = ["Model", "#GPUs", "ops", *methods, "RL steps", "RL groups", "RL wall (s)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        rows, rl = r["rows"], r["rl"]
+        times = [
+            ("-" if rows.get(m) is None or rows[m].place_seconds is None else f"{rows[m].place_seconds:.2f}")
+            for m in methods
+        ]
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    _model_name(r),
+                    str(r["gpus"]),
+                    str(r["ops"]),
+                    *times,
+                    str(rl.get("steps", "-")),
+                    str(rl.get("groups", "-")),
+                    f"{rl['seconds']:.0f}" if rl else "-",
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def paper_table() -> str:
+    head = ["Model", "#GPUs", *(HEADINGS[c] for c in PAPER_COLUMNS), "RL", "Speedup"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (model, gpus), vals in PAPER_TABLE1.items():
+        cells = ["OOM" if v is None else f"{v:.2f}" for v in vals[:6]]
+        lines.append("| " + " | ".join([NAMES[model], str(gpus), *cells, vals[6]]) + " |")
+    return "\n".join(lines)
+
+
+def notes(results: list[dict]) -> str:
+    out = []
+    for r in results:
+        for row in r["rows"].values():
+            if row.message:
+                out.append(f"- {_model_name(r)}, {r['gpus']} GPUs, {row.method}: {' '.join(row.message.split())}")
+    return "\n".join(out)
+
+
+def body(results: list[dict], rl_steps: int, wall: float) -> str:
+    n_fail = notes(results)
+    return f"""Seconds per training step of each placement under the simulator (placer/measure/simulator.py)
+on the paper's machine (configs/clusters/k80x2.json and k80x4.json: a Haswell CPU and 2 or 4 K80 GPUs),
+graphs at the paper's sizes (configs/*.py defaults), Grappler op costs. "Speedup" is the paper's: the
+fastest of Single-CPU, Single-GPU, Scotch, MinCut and Expert divided by RL, minus 1; "Speedup (all)" also
+counts the extra baselines. RL: {rl_steps} policy-gradient steps per row (configs/common.py settings,
+seed 0) on this CPU, far fewer than the paper's search, so RL here is a short search, not the paper's
+result. Whole table: {wall / 60:.1f} minutes.
+
+{ours_table(results)}
+
+Seconds each method took to place (the RL column: the search's steps, groups placed and wall time):
+
+{place_time_table(results)}
+
+For reference, the paper's own Table 1 (Mirhoseini et al., "Device Placement Optimization with
+Reinforcement Learning", ICML 2017, Table 1; real Haswell CPU and K80 GPUs, seconds per step):
+
+{paper_table()}
+{chr(10) + "Failures and skipped methods:" + chr(10) + chr(10) + n_fail if n_fail else ""}
+"""
+
+
+def update_readme(text: str, path: str = README) -> None:
+    """Replaces the README section between <!-- table1 --> and <!-- /table1 --> (appends the markers if absent)."""
+    readme = open(path).read() if os.path.exists(path) else ""
+    section = f"<!-- table1 -->\n## Reproduction (Table 1 shape)\n\n{text.strip()}\n<!-- /table1 -->\n"
+    pattern = re.compile(r"<!-- table1 -->.*?<!-- /table1 -->\n?", re.S)
+    readme = (
+        pattern.sub(lambda _: section, readme) if pattern.search(readme) else readme.rstrip("\n") + "\n\n" + section
+    )
+    atomic.write_text(path, readme)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rl_steps", type=int, default=DEFAULT_RL_STEPS, help="RL steps per row (0: no RL column)")
+    parser.add_argument("--clusters", default="k80x2,k80x4")
+    parser.add_argument("--models", default=DEFAULT_MODELS, help="comma-separated config specs (path[:variant])")
+    parser.add_argument("--no_write", action="store_true", help="print the tables only")
+    args = parser.parse_args()
+    t0 = time.time()
+    results = []
+    for spec in args.models.split(","):
+        for preset in args.clusters.split(","):
+            t1 = time.time()
+            r = one_row(spec, preset, args.rl_steps, log=lambda s: print("   ", s, flush=True))
+            results.append(r)
+            print(f"{spec} on {preset}: {r['ops']} ops, {time.time() - t1:.0f} s", flush=True)
+    wall = time.time() - t0
+    text = body(results, args.rl_steps, wall)
+    print(text)
+    if not args.no_write:
+        report.update_section("table1", "Reproduction of Table 1 (shape, simulated)", text, "bench/table1.py")
+        update_readme(
+            f"Latest `make bench` result (bench/table1.py; full notes in BENCHMARKS.md):\n\n"
+            f"{ours_table(results)}\n\nThe paper's Table 1 for reference:\n\n{paper_table()}\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
