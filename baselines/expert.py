@@ -125,7 +125,7 @@ def _neighbours(graph: OpGraph, control: bool) -> tuple[list[list[int]], list[li
     """Returns per op its producers and consumers over data (or control) edges."""
     preds: list[list[int]] = [[] for _ in range(graph.num_ops)]
     succs: list[list[int]] = [[] for _ in range(graph.num_ops)]
-    for s, d, c in zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_control.tolist()):
+    for s, d, c in zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_control.tolist(), strict=True):
         if c == control:
             preds[d].append(s)
             succs[s].append(d)
@@ -269,5 +269,4 @@ def place(graph: OpGraph, cluster: Cluster, *, seed: int | None = None, **option
         raise InputError(f"expert placement: unknown option {sorted(unknown)[0]!r} (valid: wrap)")
     dev, rule = assign(graph, cluster, **options)
     counts = {r: rule.count(r) for r in RULES if r in rule}
-    return Placement.from_ops(graph, dev, cluster.device_names, method="expert", cluster=cluster.name,
-                              rules=counts)
+    return Placement.from_ops(graph, dev, cluster.device_names, method="expert", cluster=cluster.name, rules=counts)

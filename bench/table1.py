@@ -10,7 +10,7 @@ short search (--rl_steps) on a 2-core CPU, not the paper's hours on real
 GPUs, and every step time is simulated, so only the shape of the table (which
 method wins, which runs out of memory) is comparable with the paper's.
 
-Run: .venv/bin/python -m bench.table1 [--rl_steps 20] [--clusters k80x2,k80x4]
+Run: .venv/bin/python -m bench.table1 [--rl_steps 10] [--clusters k80x2,k80x4]
      [--models configs/rnnlm.py,configs/nmt.py,configs/inception_v3.py]
 """
 
@@ -39,9 +39,10 @@ HEADINGS = {
 }
 EXTRA_COLUMNS = ("metis", "tf_default", "m_topo", "m_etf", "m_sct")
 DEFAULT_MODELS = "configs/rnnlm.py,configs/nmt.py,configs/inception_v3.py"
-# Default RL steps per row: 6 rows of this many steps keep the whole table
-# under about 30 minutes on a 2-core CPU (measured; see BENCHMARKS.md).
-DEFAULT_RL_STEPS = 20
+# Default RL steps per row, capped so the 6 rows take well under 30 minutes on
+# a shared 2-core CPU: a policy step over Inception-V3's ~1700 groups takes
+# tens of seconds there (3 steps: 122 s including tracing; RNNLM 25 s, NMT 40 s).
+DEFAULT_RL_STEPS = 10
 
 # Mirhoseini et al. 2017, Table 1: seconds per step measured on real hardware
 # (Haswell CPU + K80 GPUs), as printed in the paper, by (model, #GPUs):

@@ -17,6 +17,9 @@ def placer_config() -> ml_collections.ConfigDict:
     # consumer; cap the group size so a few groups do not swallow the graph.
     c.grouping.merge_single_consumer = True
     c.grouping.max_group_ops = 0  # 0 = no cap (our choice).
+    # Our choice: coarsen to at most this many groups; the paper's policy reads a few
+    # hundred groups (NMT's search space is 5^280: 280 groups). 0 = no coarsening.
+    c.grouping.target_groups = 256
 
     c.policy = ml_collections.ConfigDict()
     c.policy.hidden_size = 512  # TF hierarchical placer default.
@@ -74,8 +77,10 @@ def parse_variant(variant: str, keys: tuple[str, ...] = ("layers", "batch")) -> 
             continue
         key, sep, value = token.partition("=")
         if not sep or key not in keys:
-            raise InputError(f"config variant {variant!r}: unknown token {token!r} "
-                             f"(valid: tiny, {', '.join(k + '=N' for k in keys)})")
+            raise InputError(
+                f"config variant {variant!r}: unknown token {token!r} "
+                f"(valid: tiny, {', '.join(k + '=N' for k in keys)})"
+            )
         if not value.isdigit() or int(value) <= 0:
             raise InputError(f"config variant {variant!r}: {key} must be a positive integer, got {value!r}")
         overrides[key] = int(value)

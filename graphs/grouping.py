@@ -3,35 +3,38 @@
 The heuristics of "Device Placement Optimization with Reinforcement Learning"
 (Mirhoseini et al., ICML 2017, section 3): the policy places groups of ops, not
 single ops, so that a graph of ~10^4 to 10^5 ops becomes a sequence of a few
-hundred groups. The steps, in order:
+hundred groups. The group graph is always kept acyclic: every merge below is
+refused when it would close a cycle (a path from one group to the other
+through a third group) or exceed `max_group_ops`. The steps, in order:
 
-1. Colocation constraints (TF's `_class: loc:@X`): ops sharing a non-empty key
-   share a group. These merges cannot be refused.
+1. Colocation constraints (TF's `_class: loc:@X`). The ops sharing a non-empty
+   key are merged into one group where possible, in topological order: each
+   op joins the first earlier group of its set that can take it. An op that
+   no such group can take starts a new group TIED to the first one: tied
+   groups form a tie class, and a placement must put every group of a class
+   on one device (`Grouping.tie` names each group's leader, the lowest group
+   of its class). Ties are needed because TF gives a variable, its read op
+   and its optimizer update op one colocation key, and the path variable ->
+   read -> forward -> loss -> gradients -> update runs through most of the
+   model: merging them would make one group of nearly the whole graph.
+   Typically the variable, its read and its initializer form one group and
+   the update op sits in a later group tied to it.
 2. Gradient ops join the forward op they differentiate, matched by name
    ("gradients/<forward op>_grad/...", also "gradients_1/..."), and optimizer
-   update ops ("<opt>/update_<variable>/...") join their variable.
+   update ops ("<opt>/update_<variable>/...") join their variable; an update
+   op that its variable's group cannot take is tied to it instead.
 3. An op whose only consumer (over data and control edges) is one op joins that
    op's group; then, repeatedly, a group whose edges all go to one other group
    joins it.
+4. Coarsening to `target_groups` (our choice; the paper's policy reads a few
+   hundred groups, e.g. 280 for NMT): adjacent groups are merged, the
+   heaviest edge per op of the merged group first (Merger.coarsen). Merging
+   groups of two tie classes unites the classes.
 
-Steps 2 and 3 are refused when they would make the group graph cyclic (a path
-from one group to the other through a third group) or exceed `max_group_ops`.
-
-Cycles made by step 1. In a TF training graph a variable and its optimizer
-update op share a colocation key, and the path variable -> read -> forward ->
-loss -> gradients -> update runs through most of the graph, so merging each
-such cycle into one group (`constraint_cycles="merge"`) swallows most of the
-model. `constraint_cycles="keep"` (the default) keeps the constraint groups as
-they are, like the paper, whose groups follow TF's colocation groups: then the
-group graph may contain cycles, but only ones closed by colocation
-constraints: merges in steps 2 and 3 still never close a new cycle (they are
-checked on the condensation of the group graph, its strongly connected
-components). `Grouping.acyclic` says which case a grouping is in.
-
-The cycle check keeps a topological order of the condensation and searches
-only the ops between the two groups in that order; after a merge it repairs the
-order as in Pearce and Kelly, "A dynamic topological sort algorithm for
-directed acyclic graphs" (JEA 2006).
+The cycle check keeps a topological order of the groups and searches only the
+groups between the two in that order; after a merge it repairs the order as in
+Pearce and Kelly, "A dynamic topological sort algorithm for directed acyclic
+graphs" (JEA 2006).
 """
 
 from __future__ import annotations
@@ -47,6 +50,13 @@ from graphs.grouping_merge import Merger
 from graphs.op_graph import OpGraph, topological_order
 
 _GRADIENT_SCOPE = re.compile(r"^gradients(?:_\d+)?/")
+# Our choice: a colocated op whose merge would close a cycle also takes the
+# groups on the paths between (e.g. a batch-norm moving average's few update
+# ops) when they hold at most this many ops; longer cycles become ties.
+CYCLE_CLOSURE_OPS = 8
+# Our choice: coarsening keeps each tie class within BALANCE times the mean
+# group size of the target (see `coarsen`).
+BALANCE = 4.0
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -63,8 +73,12 @@ class Grouping:
         and consuming group the largest edge (one tensor is sent once), summed
         over producer ops. Control edges add no bytes.
       acyclic: True if the group graph has no cycle; then every edge has
-        edge_src < edge_dst. Otherwise groups are numbered in a topological
-        order of the strongly connected components, by first op within one.
+        edge_src < edge_dst (always so for `group`). Otherwise groups are
+        numbered in a topological order of the strongly connected components,
+        by first op within one.
+      tie: [G] int32 tie leader of each group: the lowest group of its tie
+        class (a group tied to nothing is its own leader). A placement must
+        put every group on its leader's device. Default: no ties.
     """
 
     op_group: np.ndarray
@@ -73,18 +87,24 @@ class Grouping:
     edge_dst: np.ndarray
     edge_bytes: np.ndarray
     acyclic: bool
+    tie: np.ndarray | None = None
 
     def __post_init__(self):
-        for a in (self.op_group, self.edge_src, self.edge_dst, self.edge_bytes):
+        if self.tie is None:
+            object.__setattr__(self, "tie", np.arange(self.num_groups, dtype=np.int32))
+        for a in (self.op_group, self.edge_src, self.edge_dst, self.edge_bytes, self.tie):
             a.setflags(write=False)
 
     @staticmethod
-    def from_labels(graph: OpGraph, labels: np.ndarray) -> Grouping:
+    def from_labels(graph: OpGraph, labels: np.ndarray, tie_labels: np.ndarray | None = None) -> Grouping:
         """Builds a Grouping from any per-op label (ops with one label form a group).
 
         Args:
           graph: the op graph.
           labels: [n_ops] integer labels.
+          tie_labels: [n_ops] integer tie-class labels, or None (no ties). Two
+            groups are tied when any of their ops share a tie label (and so
+            on, transitively).
 
         Returns:
           The grouping, groups renumbered in topological order (ties by first op).
@@ -112,7 +132,8 @@ class Grouping:
         final = np.empty(num, dtype=np.int64)
         final[np.lexsort((np.arange(num), cpos[crank[comp]]))] = np.arange(num)
         op_group = final[g0].astype(np.int32) if n else np.zeros(0, np.int32)
-        return Grouping(op_group, num, *_group_edges(graph, op_group), acyclic=bool(ncomp == num))
+        tie = None if tie_labels is None or not n else _tie_leaders(op_group, num, np.asarray(tie_labels))
+        return Grouping(op_group, num, *_group_edges(graph, op_group), acyclic=bool(ncomp == num), tie=tie)
 
     # ----- queries --------------------------------------------------------
 
@@ -127,6 +148,63 @@ class Grouping:
     def group_graph(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Returns (src [E], dst [E], bytes [E]) of the edges between groups."""
         return self.edge_src, self.edge_dst, self.edge_bytes
+
+    # ----- ties -------------------------------------------------------------
+
+    @property
+    def num_leaders(self) -> int:
+        """Number of tie classes L (the groups whose device a policy chooses)."""
+        return int(np.count_nonzero(self.tie == np.arange(self.num_groups)))
+
+    def leaders(self) -> np.ndarray:
+        """Returns [L] int64 the leader groups, ascending."""
+        return np.flatnonzero(self.tie == np.arange(self.num_groups))
+
+    def leader_index(self) -> np.ndarray:
+        """Returns [G] int64: for each group, the position of its leader in `leaders()`."""
+        pos = np.full(self.num_groups, -1, dtype=np.int64)
+        pos[self.leaders()] = np.arange(self.num_leaders)
+        return pos[self.tie]
+
+    def expand(self, devices: np.ndarray) -> np.ndarray:
+        """Copies leaders' devices to their followers.
+
+        Args:
+          devices: [..., L] device per leader (in `leaders()` order) or
+            [..., G] device per group (followers' entries are ignored).
+
+        Returns:
+          [..., G] device per group, every group on its leader's device.
+        """
+        devices = np.asarray(devices)
+        if devices.shape[-1] == self.num_leaders:
+            return devices[..., self.leader_index()]
+        if devices.shape[-1] == self.num_groups:
+            return devices[..., self.tie]
+        raise ValueError(
+            f"expected {self.num_leaders} leader or {self.num_groups} group devices, got {devices.shape[-1]}"
+        )
+
+    def tied_apart(self, graph: OpGraph) -> list[str]:
+        """Returns the colocation keys whose ops lie in more than one tie class (empty when all are respected)."""
+        leader = self.tie[self.op_group]
+        out = []
+        for key in sorted(set(graph.colocation.tolist()) - {""}):
+            if len(set(leader[graph.colocation == key].tolist())) > 1:
+                out.append(key)
+        return out
+
+
+def _tie_leaders(op_group: np.ndarray, num: int, tie_labels: np.ndarray) -> np.ndarray:
+    """Returns [num] the lowest group tied to each group (groups and tie labels joined through ops)."""
+    _, tinv = np.unique(tie_labels, return_inverse=True)
+    tinv = tinv.reshape(-1)
+    n_t = int(tinv.max()) + 1
+    adj = coo_matrix((np.ones(len(op_group)), (op_group.astype(np.int64), num + tinv)), shape=(num + n_t,) * 2)
+    _, comp = connected_components(adj, directed=False)
+    low = np.full(int(comp.max()) + 1, num, dtype=np.int64)
+    np.minimum.at(low, comp[:num], np.arange(num))
+    return low[comp[:num]].astype(np.int32)
 
 
 def _group_edges(graph: OpGraph, op_group: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -188,49 +266,117 @@ def group(
     *,
     merge_single_consumer: bool = True,
     max_group_ops: int = 0,
+    target_groups: int = 0,
     colocate_gradients: bool = True,
-    constraint_cycles: str = "keep",
+    cycle_closure_ops: int = CYCLE_CLOSURE_OPS,
 ) -> Grouping:
-    """Groups the ops of `graph` with the paper's co-location heuristics.
+    """Groups the ops of `graph` with the paper's co-location heuristics (see the module doc).
 
     Args:
       graph: the op graph (not modified).
       merge_single_consumer: apply step 3 (single-consumer merges).
-      max_group_ops: refuse merges of steps 2 and 3 that make a group larger
-        than this many ops; 0 = no cap. Constraint merges ignore the cap.
+      max_group_ops: refuse merges that make a group larger than this many
+        ops (colocated ops are tied instead); 0 = no cap.
+      target_groups: coarsen to at most this many groups (step 4) when
+        admissible merges allow; 0 = no coarsening.
       colocate_gradients: apply step 2 (gradient and update ops join their
         forward op or variable).
-      constraint_cycles: "keep" (constraint groups stay as they are; the group
-        graph may contain cycles closed by them) or "merge" (each such cycle
-        becomes one group, so the group graph is acyclic). See the module doc.
+      cycle_closure_ops: a colocated op (or update op) whose merge would
+        close a cycle also takes the groups on the paths between when they
+        hold at most this many ops; otherwise it is tied.
 
     Returns:
-      The grouping; deterministic for a given graph.
+      The grouping: acyclic, every colocation set within one tie class;
+      deterministic for a given graph.
     """
-    if constraint_cycles not in ("keep", "merge"):
-        raise ValueError(f"constraint_cycles must be 'keep' or 'merge', not {constraint_cycles!r}")
-    m = Merger(graph, max_group_ops=max_group_ops, merge_cycles=constraint_cycles == "merge")
+    m = Merger(graph.num_ops, graph.edge_src, graph.edge_dst, edge_bytes=graph.edge_bytes, max_weight=max_group_ops)
+    by_key: dict[str, list[int]] = {}
+    for i, key in enumerate(graph.colocation.tolist()):
+        if key:
+            by_key.setdefault(key, []).append(i)
+    for ops in by_key.values():
+        anchors: list[int] = []
+        for o in ops:  # topological order
+            if not any(m.merge_closure(a, o, cycle_closure_ops) for a in anchors):
+                if anchors:
+                    m.tie(anchors[0], o)
+                anchors.append(o)
     if colocate_gradients:
-        index = graph.index()
-        by_forward: dict[int, int] = {}
-        for i, name in enumerate(graph.names):
-            f = forward_op_for(name, index)
-            if f is None:
-                continue
-            # Gradient ops of one forward op first join each other, then the forward op.
-            if f in by_forward:
-                m.try_merge(by_forward[f], i)
-            else:
-                by_forward[f] = i
-        for f, i in by_forward.items():
-            m.try_merge(f, i)
+        _merge_gradients(graph, m, cycle_closure_ops)
     if merge_single_consumer:
         consumers = _single_consumers(graph)
         for u in range(graph.num_ops):
             if consumers[u] >= 0:
                 m.try_merge(u, int(consumers[u]))
         m.merge_single_successor_groups()
-    return Grouping.from_labels(graph, m.labels())
+    grouping = Grouping.from_labels(graph, m.labels(), m.tie_labels())
+    if target_groups and grouping.num_groups > target_groups:
+        grouping = coarsen(graph, grouping, target_groups, max_group_ops=max_group_ops)
+    return grouping
+
+
+def coarsen(
+    graph: OpGraph, grouping: Grouping, target_groups: int, *, max_group_ops: int = 0, balance: float = BALANCE
+) -> Grouping:
+    """Merges adjacent groups of an acyclic grouping until at most `target_groups` remain.
+
+    Merges go heaviest edge bytes relative to the two groups' sizes first
+    (Merger.coarsen), never close a cycle nor exceed the caps; tie classes of
+    merged groups unite, two classes of several groups each only when the
+    target cannot be reached otherwise. Stops early when no admissible merge
+    is left, so the target is not always reached.
+
+    Args:
+      graph: the op graph.
+      grouping: an acyclic grouping of it.
+      target_groups: the wanted number of groups.
+      max_group_ops: cap on the ops of a group; 0 = none.
+      balance: a tie class (the ops a placement puts on one device) grown
+        by these merges holds at most `balance` times the mean ops per target
+        group, n_ops / target_groups (larger classes only take in groups of
+        their own class); 0 = no such cap.
+
+    Returns:
+      The coarser grouping.
+    """
+    if not grouping.acyclic:
+        raise ValueError("coarsen needs an acyclic grouping")
+    m = Merger(
+        grouping.num_groups,
+        grouping.edge_src,
+        grouping.edge_dst,
+        edge_bytes=grouping.edge_bytes,
+        weights=grouping.sizes(),
+        max_weight=max_group_ops,
+    )
+    for g, leader in enumerate(grouping.tie.tolist()):
+        m.tie(g, leader)
+    class_cap = int(np.ceil(balance * graph.num_ops / target_groups)) if balance else 0
+    m.coarsen(target_groups, class_cap=class_cap)
+    op_group = grouping.op_group.astype(np.int64)
+    return Grouping.from_labels(graph, m.labels()[op_group], m.tie_labels()[op_group])
+
+
+def _merge_gradients(graph: OpGraph, m: Merger, closure_ops: int) -> None:
+    """Step 2: gradient ops join their forward op, update ops their variable (or are tied to it)."""
+    index = graph.index()
+    by_forward: dict[int, int] = {}
+    for i, name in enumerate(graph.names.tolist()):
+        f = forward_op_for(name, index)
+        if f is None:
+            continue
+        update = not _GRADIENT_SCOPE.match(name)
+        # Ops of one forward op first join each other, then the forward op.
+        if f not in by_forward:
+            by_forward[f] = i
+        elif not m.try_merge(by_forward[f], i) and update:
+            m.tie(f, i)
+    for f, i in by_forward.items():
+        if not _GRADIENT_SCOPE.match(str(graph.names[i])):
+            if not m.merge_closure(f, i, closure_ops):
+                m.tie(f, i)
+        else:
+            m.try_merge(f, i)
 
 
 def _single_consumers(graph: OpGraph) -> np.ndarray:

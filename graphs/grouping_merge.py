@@ -1,134 +1,190 @@
 """The merge engine behind graphs/grouping.py: union-find plus a cycle check (no TensorFlow).
 
-Two union-finds over op indices: groups (ops that share a device) and
-components (strongly connected sets of groups; one group per component unless
-colocation constraints closed a cycle and the caller kept it). Components form
-a DAG whose topological order `pos` is maintained under merges, so the cycle
-check for merging components A and B (pos[A] < pos[B]) only explores
-components between them: the merge closes a cycle exactly when B is reachable
-from A through a third component. The order is repaired as in Pearce and
-Kelly, "A dynamic topological sort algorithm for directed acyclic graphs"
+Nodes (ops, or the groups of an earlier grouping) start as one group each and
+form a DAG. Groups are merged only when the merge keeps the group graph
+acyclic, so a topological order `pos` of the groups can be maintained under
+merges: the check for merging groups A and B (pos[A] < pos[B]) explores only
+groups placed between them, and the merge closes a cycle exactly when B is
+reachable from A through a third group. The order is repaired as in Pearce
+and Kelly, "A dynamic topological sort algorithm for directed acyclic graphs"
 (JEA 2006).
+
+A second union-find holds the tie classes: groups that must share a device
+without being one group (colocated ops whose merge would close a cycle).
+Merging two groups also unites their tie classes, so a merge is refused when
+both groups belong to classes of several groups: otherwise, say, merging the
+update ops of two variables would tie the two variables (and everything
+grouped with them) to one device, far from where the merge happened.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
+import heapq
 
-from graphs.op_graph import OpGraph, topological_order
+import numpy as np
+
+from graphs.op_graph import topological_order
+
+# Groups the path search of `merge_closure` may visit per unit of `max_extra`.
+_CLOSURE_SEARCH = 32
+
+
+def _reach(start: int, nbrs: dict[int, dict[int, int]], keep, budget: int) -> set[int] | None:
+    """Groups reachable from `start` through groups where keep(g); None past `budget` groups."""
+    seen: set[int] = set()
+    stack = [start]
+    while stack:
+        for y in nbrs[stack.pop()]:
+            if y not in seen and keep(y):
+                if len(seen) >= budget:
+                    return None
+                seen.add(y)
+                stack.append(y)
+    return seen
 
 
 class Merger:
-    """Merges groups of ops while keeping the component graph acyclic.
+    """Merges groups of nodes while keeping the group graph acyclic.
 
     Args:
-      graph: the op graph.
-      max_group_ops: cap on the ops of a group for refusable merges; 0 = none.
-      merge_cycles: when colocation constraints close a cycle of groups, merge
-        the whole cycle into one group (True) or keep the groups and treat the
-        cycle as one component (False).
+      num_nodes: number of nodes n.
+      src: [E] edge sources; the node graph must be a DAG.
+      dst: [E] edge targets.
+      edge_bytes: [E] bytes per edge (summed over parallel edges); default 0.
+      weights: [n] size of each node (ops); default 1 each.
+      max_weight: cap on the total weight of a group; 0 = none.
     """
 
-    def __init__(self, graph: OpGraph, *, max_group_ops: int = 0, merge_cycles: bool = False):
-        n = graph.num_ops
-        self.cap = int(max_group_ops)
+    def __init__(
+        self,
+        num_nodes: int,
+        src: np.ndarray,
+        dst: np.ndarray,
+        *,
+        edge_bytes: np.ndarray | None = None,
+        weights: np.ndarray | None = None,
+        max_weight: int = 0,
+    ):
+        n = int(num_nodes)
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        b = np.zeros(len(src), np.int64) if edge_bytes is None else np.asarray(edge_bytes, dtype=np.int64)
+        self.cap = int(max_weight)
         self.parent = list(range(n))
-        self.size = [1] * n
-        self.cparent = list(range(n))
-        by_key: dict[str, list[int]] = {}
-        for i, key in enumerate(graph.colocation):
-            if key:
-                by_key.setdefault(key, []).append(i)
-        for ops in by_key.values():
-            for o in ops[1:]:
-                self._union(ops[0], o)
-
-        # Strongly connected sets of constraint groups.
-        roots = np.fromiter((self.find(i) for i in range(n)), dtype=np.int64, count=n)
-        s, d = roots[graph.edge_src], roots[graph.edge_dst]
-        cross = s != d
-        adj = coo_matrix((np.ones(int(cross.sum())), (s[cross], d[cross])), shape=(n, n))
-        _, scc = connected_components(adj, directed=True, connection="strong")
-        first_root: dict[int, int] = {}
-        for r in np.unique(roots).tolist():
-            label = int(scc[r])
-            if label not in first_root:
-                first_root[label] = r
-            elif merge_cycles:
-                self._union(first_root[label], r)
-            else:
-                self.cparent[r] = first_root[label]
-        # After forced unions the representative may no longer be a group root.
-        self.ngroups: dict[int, int] = {}
-        comp_of = np.empty(n, dtype=np.int64)
-        for i in range(n):
-            g = self.find(i)
-            c = self.cfind(g)
-            if merge_cycles and c != g:
-                self.cparent[g] = g
-                c = g
-            comp_of[i] = c
-            if g == i:
-                self.ngroups[c] = self.ngroups.get(c, 0) + 1
-        cs, cd = comp_of[graph.edge_src], comp_of[graph.edge_dst]
-        cross = cs != cd
-        self.succ: dict[int, set[int]] = {c: set() for c in self.ngroups}
-        self.pred: dict[int, set[int]] = {c: set() for c in self.ngroups}
-        for a, b in zip(cs[cross].tolist(), cd[cross].tolist(), strict=True):
-            self.succ[a].add(b)
-            self.pred[b].add(a)
-        comps = sorted(self.ngroups)
-        label = {c: k for k, c in enumerate(comps)}
-        ls = np.asarray([label[a] for a in cs[cross].tolist()], dtype=np.int64)
-        ld = np.asarray([label[b] for b in cd[cross].tolist()], dtype=np.int64)
-        order = topological_order(len(comps), ls, ld)
+        self.tparent = list(range(n))
+        self.tcount = [1] * n  # groups per tie class, at the class root
+        self.size = [1] * n if weights is None else [int(w) for w in weights]
+        self.tweight = list(self.size)  # weight per tie class, at the class root
+        self.num_groups = n
+        self.succ: dict[int, dict[int, int]] = {i: {} for i in range(n)}
+        self.pred: dict[int, dict[int, int]] = {i: {} for i in range(n)}
+        for a, c, w in zip(src.tolist(), dst.tolist(), b.tolist(), strict=True):
+            if a != c:
+                self.succ[a][c] = self.succ[a].get(c, 0) + w
+                self.pred[c][a] = self.pred[c].get(a, 0) + w
+        order = topological_order(n, src[src != dst], dst[src != dst])
+        if order is None:
+            raise ValueError("the node graph has a cycle")
         self.pos = [0] * n
         for p, k in enumerate(order.tolist()):
-            self.pos[comps[k]] = p
+            self.pos[k] = p
 
-    # ----- union-find -----------------------------------------------------
+    # ----- union-finds ------------------------------------------------------
+
+    @staticmethod
+    def _root(parent: list[int], i: int) -> int:
+        root = i
+        while parent[root] != root:
+            root = parent[root]
+        while parent[i] != root:
+            parent[i], i = root, parent[i]
+        return root
 
     def find(self, i: int) -> int:
-        """Returns the group root of op `i`."""
-        parent = self.parent
-        root = i
-        while parent[root] != root:
-            root = parent[root]
-        while parent[i] != root:
-            parent[i], i = root, parent[i]
-        return root
+        """Returns the group root of node `i`."""
+        return self._root(self.parent, i)
 
-    def cfind(self, i: int) -> int:
-        """Returns the component root of group root `i`."""
-        parent = self.cparent
-        root = i
-        while parent[root] != root:
-            root = parent[root]
-        while parent[i] != root:
-            parent[i], i = root, parent[i]
-        return root
+    def tie_find(self, i: int) -> int:
+        """Returns the tie-class root of node `i`."""
+        return self._root(self.tparent, i)
 
-    def _union(self, a: int, b: int) -> int:
-        """Unions the groups of ops a and b (no checks); returns the new root."""
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return ra
-        if self.size[ra] < self.size[rb]:
-            ra, rb = rb, ra
-        self.parent[rb] = ra
-        self.size[ra] += self.size[rb]
-        return ra
+    def tie(self, a: int, b: int) -> None:
+        """Puts the groups of nodes a and b into one tie class (they must share a device)."""
+        ta, tb = self.tie_find(a), self.tie_find(b)
+        if ta != tb:
+            lo, hi = min(ta, tb), max(ta, tb)
+            self.tparent[hi] = lo
+            self.tcount[lo] += self.tcount[hi]
+            self.tweight[lo] += self.tweight[hi]
+
+    def admissible(self, ga: int, gb: int, *, join_ties: bool = False, class_cap: int = 0) -> bool:
+        """Whether group roots ga, gb may merge as far as the caps and the ties go (no cycle check).
+
+        Args:
+          ga: a group root.
+          gb: another group root.
+          join_ties: allow joining two tie classes of several groups each.
+          class_cap: cap on the weight of the merged tie class; 0 = none.
+        """
+        if self.cap and self.size[ga] + self.size[gb] > self.cap:
+            return False
+        ta, tb = self.tie_find(ga), self.tie_find(gb)
+        if ta == tb:
+            return True
+        if class_cap and self.tweight[ta] + self.tweight[tb] > class_cap:
+            return False
+        return join_ties or self.tcount[ta] == 1 or self.tcount[tb] == 1
+
+    def merge_closure(self, a: int, b: int, max_extra: int) -> bool:
+        """Merges the groups of a and b together with every group on a path between them.
+
+        Contracting the two groups and all groups on paths between them keeps
+        the group graph acyclic. Refused when those other groups weigh more
+        than `max_extra`, the search for them meets too many groups, or the
+        merge breaks the cap or joins two ties.
+
+        Returns:
+          True if a and b now share a group.
+        """
+        ga, gb = self.find(a), self.find(b)
+        if ga == gb or self.try_merge(ga, gb):
+            return True
+        pos, succ, pred = self.pos, self.succ, self.pred
+        if pos[ga] > pos[gb]:
+            ga, gb = gb, ga
+        lo, hi = pos[ga], pos[gb]
+        budget = _CLOSURE_SEARCH * (max_extra + 1)
+        fwd = _reach(ga, succ, lambda y: pos[y] < hi, budget)
+        back = _reach(gb, pred, lambda y: pos[y] > lo, budget)
+        if fwd is None or back is None:
+            return False  # a long way round: not worth searching further
+        between = sorted(fwd & back, key=pos.__getitem__)
+        extra = sum(self.size[x] for x in between)
+        if extra > max_extra or (self.cap and extra + self.size[ga] + self.size[gb] > self.cap):
+            return False
+        multi = {t for t in (self.tie_find(x) for x in [ga, gb, *between]) if self.tcount[t] > 1}
+        if len(multi) > 1:
+            return False
+        # In topological order each merge is admissible and closes no cycle:
+        # every group on a path from the growing group to x is already in it.
+        for x in [*between, gb]:
+            self._merge_roots(self.find(ga), x)
+        return True
 
     def labels(self) -> np.ndarray:
-        """Returns [n] the group root of every op."""
-        return np.fromiter((self.find(i) for i in range(len(self.parent))), dtype=np.int64, count=len(self.parent))
+        """Returns [n] the group root of every node."""
+        n = len(self.parent)
+        return np.fromiter((self.find(i) for i in range(n)), dtype=np.int64, count=n)
 
-    # ----- refusable merges -------------------------------------------------
+    def tie_labels(self) -> np.ndarray:
+        """Returns [n] the tie-class root of every node."""
+        n = len(self.parent)
+        return np.fromiter((self.tie_find(i) for i in range(n)), dtype=np.int64, count=n)
+
+    # ----- merges -------------------------------------------------------------
 
     def try_merge(self, a: int, b: int) -> bool:
-        """Merges the groups of ops a and b unless that closes a new cycle or breaks the cap.
+        """Merges the groups of nodes a and b unless that closes a cycle, breaks the cap or joins two ties.
 
         Returns:
           True if a and b now share a group.
@@ -136,50 +192,86 @@ class Merger:
         ga, gb = self.find(a), self.find(b)
         if ga == gb:
             return True
-        if self.cap and self.size[ga] + self.size[gb] > self.cap:
+        if not self.admissible(ga, gb):
             return False
-        ca, cb = self.cfind(ga), self.cfind(gb)
-        if ca != cb:
-            c = self._merge_components(ca, cb)
-            if c is None:
-                return False
-        else:
-            c = ca
-        self._union(ga, gb)
-        self.ngroups[c] -= 1
-        return True
+        return self._merge_roots(ga, gb) is not None
 
     def merge_single_successor_groups(self) -> None:
         """Repeatedly merges a group whose edges all go to one group into that group.
 
-        Such a merge never closes a cycle. Only components made of one group
-        take part (a component of several groups is a kept constraint cycle).
+        Such a merge never closes a cycle; only the cap can refuse it.
         """
-        work = sorted(self.ngroups, key=lambda c: self.pos[c])
+        work = sorted(self.succ, key=self.pos.__getitem__)
         queued = set(work)
         while work:
             c = work.pop()
             queued.discard(c)
-            if c not in self.ngroups or self.ngroups[c] != 1 or len(self.succ[c]) != 1:
+            if c not in self.succ or len(self.succ[c]) != 1:
                 continue
             (d,) = self.succ[c]
-            if self.ngroups[d] != 1:
-                continue
             preds = list(self.pred[c]) + list(self.pred[d])
             if self.try_merge(c, d):
-                for x in [self.cfind(self.find(c)), *preds]:
-                    x = self.cfind(self.find(x))
+                for x in [c, *preds]:
+                    x = self.find(x)
                     if x not in queued:
                         queued.add(x)
                         work.append(x)
 
-    def _merge_components(self, ca: int, cb: int) -> int | None:
-        """Merges two components if no path joins them through a third; returns the new root or None."""
+    def coarsen(self, target: int, *, class_cap: int = 0) -> None:
+        """Merges adjacent groups, best first, until at most `target` groups remain.
+
+        A merge along a group-graph edge (a, b) is ranked by the edge's bytes
+        over the product of the two groups' weights, bytes(a, b) / (w(a) *
+        w(b)): heavy edges between small groups first, which keeps the groups
+        balanced; among equal ranks the lighter merged group goes first, then
+        the lower ids. Merges that would close a cycle or break the caps are
+        skipped. A first pass also skips merges that would join two ties (see
+        `admissible`); if the target is not reached, a second pass allows
+        them. Stale heap entries are recognised by a per-group stamp and
+        dropped when popped.
+
+        Args:
+          target: the wanted number of groups (stops earlier when no
+            admissible merge is left).
+          class_cap: cap on the weight of a tie class (the unit a placement
+            puts on one device) made by these merges; 0 = none.
+        """
+        size = self.size
+        for join_ties in (False, True):
+            if self.num_groups <= target:
+                return
+            stamp = dict.fromkeys(self.succ, 0)
+
+            def entry(a: int, b: int, w: int, stamp=stamp) -> tuple[float, int, int, int, int, int]:
+                return (-w / (size[a] * size[b]), size[a] + size[b], a, b, stamp[a], stamp[b])
+
+            heap = [entry(a, b, w) for a, out in self.succ.items() for b, w in out.items()]
+            heapq.heapify(heap)
+            clock = 0
+            while self.num_groups > target and heap:
+                _, _, a, b, sa, sb = heapq.heappop(heap)
+                if stamp.get(a) != sa or stamp.get(b) != sb:
+                    continue
+                if not self.admissible(a, b, join_ties=join_ties, class_cap=class_cap):
+                    continue
+                r = self._merge_roots(a, b)
+                if r is None:
+                    continue
+                clock += 1
+                stamp.pop(b if r == a else a)
+                stamp[r] = clock
+                for x, w in self.succ[r].items():
+                    heapq.heappush(heap, entry(r, x, w))
+                for x, w in self.pred[r].items():
+                    heapq.heappush(heap, entry(x, r, w))
+
+    def _merge_roots(self, ca: int, cb: int) -> int | None:
+        """Merges two group roots if no path joins them through a third group; returns the new root or None."""
         pos, succ, pred = self.pos, self.succ, self.pred
         if pos[ca] > pos[cb]:
             ca, cb = cb, ca
         hi, lo = pos[cb], pos[ca]
-        # Forward from ca over components placed before cb.
+        # Forward from ca over groups placed before cb.
         fwd = [x for x in succ[ca] if x != cb and pos[x] < hi]
         seen = set(fwd)
         stack = list(fwd)
@@ -204,7 +296,7 @@ class Merger:
                 new_pos = lo
             else:
                 # Pearce-Kelly: the ones reaching cb first, then the merged
-                # component, then the ones reached from ca, in the freed slots.
+                # group, then the ones reached from ca, in the freed slots.
                 slots = sorted([pos[x] for x in seen] + [pos[x] for x in back] + [lo, hi])
                 for k, x in enumerate(sorted(back, key=pos.__getitem__)):
                     pos[x] = slots[k]
@@ -212,19 +304,22 @@ class Merger:
                 for k, x in enumerate(sorted(seen, key=pos.__getitem__)):
                     pos[x] = slots[len(slots) - len(seen) + k]
         big, small = (ca, cb) if len(succ[ca]) + len(pred[ca]) >= len(succ[cb]) + len(pred[cb]) else (cb, ca)
-        for x in succ.pop(small):
-            pred[x].discard(small)
+        for x, w in succ.pop(small).items():
+            del pred[x][small]
             if x != big:
-                pred[x].add(big)
-                succ[big].add(x)
-        for x in pred.pop(small):
-            succ[x].discard(small)
+                pred[x][big] = pred[x].get(big, 0) + w
+                succ[big][x] = succ[big].get(x, 0) + w
+        for x, w in pred.pop(small).items():
+            del succ[x][small]
             if x != big:
-                succ[x].add(big)
-                pred[big].add(x)
-        succ[big].discard(small)
-        pred[big].discard(small)
-        self.cparent[small] = big
-        self.ngroups[big] += self.ngroups.pop(small)
+                succ[x][big] = succ[x].get(big, 0) + w
+                pred[big][x] = pred[big].get(x, 0) + w
+        succ[big].pop(small, None)
+        pred[big].pop(small, None)
+        self.parent[small] = big
+        self.size[big] += self.size[small]
+        self.num_groups -= 1
+        self.tie(big, small)
+        self.tcount[self.tie_find(big)] -= 1
         pos[big] = new_pos
         return big

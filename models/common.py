@@ -60,7 +60,9 @@ def weight(name: str, shape: list[int], scale: float = 0.08) -> tf.Variable:
     )
 
 
-def lstm_step(x: tf.Tensor, h: tf.Tensor, c: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+def lstm_step(
+    x: tf.Tensor, h: tf.Tensor, c: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor]:
     """One time step of an LSTM cell, as explicit ops (no fused kernel, no loop).
 
     The gates follow Zaremba et al. 2014; the forget-gate bias starts at 1.0
@@ -97,7 +99,8 @@ class LSTMLayer:
         forget_one = np.zeros(4 * hidden_size, np.float32)
         forget_one[2 * hidden_size : 3 * hidden_size] = 1.0  # gate order i, j, f, o
         self.bias_var = tf.compat.v1.get_variable(
-            "bias", dtype=tf.float32, initializer=tf.constant(forget_one), use_resource=True)
+            "bias", dtype=tf.float32, initializer=tf.constant(forget_one), use_resource=True
+        )
         self.kernel = self.kernel_var.read_value()
         self.bias = self.bias_var.read_value()
 
@@ -161,6 +164,7 @@ def finish(name: str, graph: tf.Graph, loss: tf.Tensor, config, extra_updates=()
     else:
         train_op = update
     init_op = tf.compat.v1.global_variables_initializer()
+    graph.clear_collection(TRAIN_OP_COLLECTION)  # apply_gradients put its own op there
     graph.add_to_collection(TRAIN_OP_COLLECTION, train_op)
     graph.add_to_collection(tf.compat.v1.GraphKeys.INIT_OP, init_op)
     # clear_devices=False: the builders set no devices, and clearing takes a

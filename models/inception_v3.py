@@ -33,17 +33,19 @@ def build(config) -> ModelGraph:
     graph = tf.Graph()
     with graph.as_default():
         with tf.compat.v1.name_scope("input"):
-            images = tf.random.stateless_uniform([batch, size, size, 3], seed=[seed, 0], minval=-1.0, maxval=1.0,
-                                                 name="images")
-            labels = tf.random.stateless_uniform([batch], seed=[seed, 1], minval=0, maxval=classes,
-                                                 dtype=tf.int32, name="labels")
+            images = tf.random.stateless_uniform(
+                [batch, size, size, 3], seed=[seed, 0], minval=-1.0, maxval=1.0, name="images"
+            )
+            labels = tf.random.stateless_uniform(
+                [batch], seed=[seed, 1], minval=0, maxval=classes, dtype=tf.int32, name="labels"
+            )
         # Building on `input_tensor` (not calling the model on it) keeps one
         # copy of the forward ops and no Keras Input placeholder; the learning
         # phase scope puts batch norm in training mode.
         with tf_keras.backend.learning_phase_scope(1):
             model = tf_keras.applications.InceptionV3(
-                weights=None, include_top=True, input_tensor=images, classes=classes,
-                classifier_activation=None)
+                weights=None, include_top=True, input_tensor=images, classes=classes, classifier_activation=None
+            )
         logits = model.output
         with tf.compat.v1.name_scope("loss"):
             xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)

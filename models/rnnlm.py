@@ -56,8 +56,9 @@ def build(config) -> ModelGraph:
                 xs, in_size = outs, hidden
         with tf.compat.v1.variable_scope("softmax"):
             w = weight("kernel", [hidden, vocab])
-            b = tf.compat.v1.get_variable("bias", [vocab], tf.float32, tf.compat.v1.zeros_initializer(),
-                                          use_resource=True)
+            b = tf.compat.v1.get_variable(
+                "bias", [vocab], tf.float32, tf.compat.v1.zeros_initializer(), use_resource=True
+            )
             logits = tf.nn.bias_add(tf.matmul(tf.concat(xs, axis=0), w), b)  # [steps * batch, vocab], time-major
         with tf.compat.v1.name_scope("loss"):
             labels = tf.reshape(tf.transpose(targets), [-1])

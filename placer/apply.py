@@ -90,8 +90,10 @@ def parse_device_map(spec: str | None, known: Sequence[str] | None = None) -> di
         names = {device_name(k) for k in known}
         unknown = [s for s in out if s not in names]
         if unknown:
-            raise InputError(f"--device_map: unknown source devices {_names(unknown)} "
-                             f"(the placement's devices: {', '.join(sorted(names))})")
+            raise InputError(
+                f"--device_map: unknown source devices {_names(unknown)} "
+                f"(the placement's devices: {', '.join(sorted(names))})"
+            )
     return out
 
 
@@ -108,18 +110,31 @@ def remap(placement: Placement, device_map: dict[str, str] | None) -> Placement:
     meta = dict(placement.metadata)
     if device_map:
         meta["device_map"] = dict(device_map)
-    return Placement(pos[placement.devices], tuple(names), placement.groups, placement.graph_name,
-                     placement.fingerprint, placement.op_names, meta)
+    return Placement(
+        pos[placement.devices],
+        tuple(names),
+        placement.groups,
+        placement.graph_name,
+        placement.fingerprint,
+        placement.op_names,
+        meta,
+    )
 
 
 def op_devices(placement: Placement, device_map: dict[str, str] | None = None) -> dict[str, str]:
     """Returns op name -> device name, after the device map."""
     p = remap(placement, device_map)
-    return {op: p.device_names[d] for op, d in zip(p.op_names, p.devices)}
+    return {op: p.device_names[d] for op, d in zip(p.op_names, p.devices, strict=True)}
 
 
-def validate(placement: Placement, graph: OpGraph, available_devices: Sequence[str], *,
-             device_map: dict[str, str] | None = None, source: str = "placement") -> None:
+def validate(
+    placement: Placement,
+    graph: OpGraph,
+    available_devices: Sequence[str],
+    *,
+    device_map: dict[str, str] | None = None,
+    source: str = "placement",
+) -> None:
     """Checks that `placement` can run `graph` on this machine.
 
     Args:
@@ -154,25 +169,28 @@ def validate(placement: Placement, graph: OpGraph, available_devices: Sequence[s
     used = sorted(set(where.values()))
     lacking = [d for d in used if d not in local]
     if lacking:
-        raise InputError(f"{source}: devices {_names(lacking)} are not on this machine "
-                         f"(it has {', '.join(sorted(local))}); retarget them with --device_map")
+        raise InputError(
+            f"{source}: devices {_names(lacking)} are not on this machine "
+            f"(it has {', '.join(sorted(local))}); retarget them with --device_map"
+        )
     devs = [where[n] for n in graph.names]
     seen: dict[str, str] = {}
     broken = []
-    for name, key, dev in zip(graph.names, graph.colocation, devs):
+    for name, key, dev in zip(graph.names, graph.colocation, devs, strict=True):
         if key and seen.setdefault(key, dev) != dev:
             broken.append(f"{name} on {dev}, group {key!r} on {seen[key]}")
     if broken:
-        raise InputError(f"{source}: {len(broken)} ops break colocation (ops sharing a colocation key must "
-                         f"share a device): {_names(broken)}")
+        raise InputError(
+            f"{source}: {len(broken)} ops break colocation (ops sharing a colocation key must "
+            f"share a device): {_names(broken)}"
+        )
     types = sorted({device_type(d) for d in used})
     mask = extract.kernel_mask(graph, types)
     col = np.array([types.index(device_type(d)) for d in devs], dtype=np.int64)
     bad = np.flatnonzero(~mask[np.arange(graph.num_ops), col])
     if bad.size:
         offenders = [f"{graph.names[i]} ({graph.types[i]}) on {devs[i]}" for i in bad]
-        raise InputError(f"{source}: {len(offenders)} ops have no kernel for their device type: "
-                         f"{_names(offenders)}")
+        raise InputError(f"{source}: {len(offenders)} ops have no kernel for their device type: {_names(offenders)}")
 
 
 def _node_devices(graph_def: graph_pb2.GraphDef, where: dict[str, str]) -> tuple[graph_pb2.GraphDef, list[str]]:
@@ -273,8 +291,9 @@ def resource_followers(where: dict[str, str], tf_graph: tf.Graph) -> dict[str, s
     """
     ops = tf_graph.get_operations()
     parent = {op.name: op.name for op in ops}
-    device = {op.name: device_name(where.get(op.name, op.device)) if where.get(op.name, op.device) else ""
-              for op in ops}
+    device = {
+        op.name: device_name(where.get(op.name, op.device)) if where.get(op.name, op.device) else "" for op in ops
+    }
 
     def find(x: str) -> str:
         while parent[x] != x:
@@ -317,8 +336,9 @@ def follow_resources(placement: Placement, tf_graph: tf.Graph) -> Placement:
 
     The device names stay those of `placement` (apply a device map first).
     """
-    moves = resource_followers(dict(zip(placement.op_names, (placement.device_names[d]
-                                                             for d in placement.devices))), tf_graph)
+    moves = resource_followers(
+        dict(zip(placement.op_names, (placement.device_names[d] for d in placement.devices), strict=True)), tf_graph
+    )
     if not moves:
         return placement
     names = [device_name(n) for n in placement.device_names]
@@ -326,5 +346,12 @@ def follow_resources(placement: Placement, tf_graph: tf.Graph) -> Placement:
     for i, op in enumerate(placement.op_names):
         if op in moves:
             devs[i] = names.index(moves[op])
-    return Placement(devs, placement.device_names, placement.groups, placement.graph_name,
-                     placement.fingerprint, placement.op_names, dict(placement.metadata))
+    return Placement(
+        devs,
+        placement.device_names,
+        placement.groups,
+        placement.graph_name,
+        placement.fingerprint,
+        placement.op_names,
+        dict(placement.metadata),
+    )

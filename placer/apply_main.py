@@ -30,11 +30,12 @@ from placer import cli
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
 _PLACEMENT = flags.DEFINE_string("placement", None, "Placement JSON file (docs/formats.md).")
-_DEVICE_MAP = flags.DEFINE_string("device_map", None,
-                                  "Retarget devices: SOURCE=TARGET pairs, comma-separated, e.g. "
-                                  "/device:GPU:0=/device:CPU:1.")
-_LOGICAL_CPUS = flags.DEFINE_integer("logical_cpus", None, "Split the CPU into N logical devices "
-                                     "/device:CPU:0..N-1 (default 1).")
+_DEVICE_MAP = flags.DEFINE_string(
+    "device_map", None, "Retarget devices: SOURCE=TARGET pairs, comma-separated, e.g. /device:GPU:0=/device:CPU:1."
+)
+_LOGICAL_CPUS = flags.DEFINE_integer(
+    "logical_cpus", None, "Split the CPU into N logical devices /device:CPU:0..N-1 (default 1)."
+)
 _STEPS = flags.DEFINE_integer("steps", 10, "Timed training steps; the median is the step time.")
 _WARMUP = flags.DEFINE_integer("warmup", 1, "Untimed training steps first.")
 _STRICT = flags.DEFINE_bool("strict", False, "Soft placement off; any op not run where placed is an error.")
@@ -90,25 +91,36 @@ def main(argv: list[str]) -> None:
     asked = apply.op_devices(placement)
     followers = apply.resource_followers(asked, model.graph)
     predicted = {op: (asked[op], dev) for op, dev in followers.items()}
-    print(f"graph: {graph.name} ({graph.num_ops} ops), placement: {_PLACEMENT.value} "
-          f"({placement.metadata.get('method', '?')}), devices: {', '.join(local)}")
+    print(
+        f"graph: {graph.name} ({graph.num_ops} ops), placement: {_PLACEMENT.value} "
+        f"({placement.metadata.get('method', '?')}), devices: {', '.join(local)}"
+    )
     print(f"load, validate and apply: {apply_s:.3f} s")
     if _STRICT.value and predicted:
         op, (want, got) = next(iter(predicted.items()))
-        raise InputError(f"--strict: {len(predicted)} ops read a resource placed on another device and TF runs "
-                         f"them on the resource's device, e.g. {op!r} placed on {want}, resource on {got}")
+        raise InputError(
+            f"--strict: {len(predicted)} ops read a resource placed on another device and TF runs "
+            f"them on the resource's device, e.g. {op!r} placed on {want}, resource on {got}"
+        )
 
-    result = apply_run.run_placed(placed, num_cpus=num_cpus, steps=_STEPS.value, warmup=_WARMUP.value,
-                                  soft_placement=not _STRICT.value, rewrite=_REWRITE.value)
+    result = apply_run.run_placed(
+        placed,
+        num_cpus=num_cpus,
+        steps=_STEPS.value,
+        warmup=_WARMUP.value,
+        soft_placement=not _STRICT.value,
+        rewrite=_REWRITE.value,
+    )
     expected = {op: followers.get(op, dev) for op, dev in asked.items()}
     check = apply_run.verify(expected, result)
     summary = apply_run.device_summary(asked, result)
     print(f"step time: {result.step_time:.6f} s (median of {len(result.step_times)})")
     for name, s in summary.items():
-        print(f"  {name:<16} {s['ops_placed']:>6} ops placed  {s['ops_traced']:>6} traced  "
-              f"busy {s['busy_s']:.6f} s")
-    print(f"verified: {check.checked} ops ran on their device; not traced: {len(check.not_in_step)} "
-          f"outside the training step, {len(check.not_traced)} folded or merged by graph optimisation")
+        print(f"  {name:<16} {s['ops_placed']:>6} ops placed  {s['ops_traced']:>6} traced  busy {s['busy_s']:.6f} s")
+    print(
+        f"verified: {check.checked} ops ran on their device; not traced: {len(check.not_in_step)} "
+        f"outside the training step, {len(check.not_traced)} folded or merged by graph optimisation"
+    )
     _list_moves("moved by TF to the device of the resource they read (predicted)", predicted)
     _list_moves("fused by Grappler into an op on another device", check.fused)
     _list_moves("moved by TF otherwise", check.moved)
@@ -119,8 +131,9 @@ def main(argv: list[str]) -> None:
         moves = {**check.moved, **check.fused}
         op, (want, got) = next(iter(moves.items()))
         hint = " (Grappler fused some; --norewrite keeps every op)" if check.fused else ""
-        raise InputError(f"--strict: {len(moves)} ops did not run where placed, e.g. {op!r} "
-                         f"placed on {want}, ran on {got}{hint}")
+        raise InputError(
+            f"--strict: {len(moves)} ops did not run where placed, e.g. {op!r} placed on {want}, ran on {got}{hint}"
+        )
 
 
 def _write_report(graph, placement, local, apply_s, result, summary, predicted, check) -> None:

@@ -87,8 +87,15 @@ def step_fan_in(graph: tf.Graph, fetches) -> frozenset[str]:
     return frozenset(seen)
 
 
-def run_placed(metagraph: meta_graph_pb2.MetaGraphDef, *, num_cpus: int, steps: int, warmup: int = 1,
-               soft_placement: bool = True, rewrite: bool = True) -> RunResult:
+def run_placed(
+    metagraph: meta_graph_pb2.MetaGraphDef,
+    *,
+    num_cpus: int,
+    steps: int,
+    warmup: int = 1,
+    soft_placement: bool = True,
+    rewrite: bool = True,
+) -> RunResult:
     """Initialises the variables and runs `warmup` + `steps` training steps, then one traced step.
 
     Args:
@@ -161,8 +168,10 @@ def verify(expected: dict[str, str], result: RunResult) -> Verification:
 
 def device_summary(expected: dict[str, str], result: RunResult) -> dict[str, dict]:
     """Per device: ops placed there, ops traced there, and busy seconds of the traced step."""
-    names = sorted({device_name(d) for d in expected.values()}
-                   | {tf_util.short_device_name(d.device) for d in result.run_metadata.step_stats.dev_stats})
+    names = sorted(
+        {device_name(d) for d in expected.values()}
+        | {tf_util.short_device_name(d.device) for d in result.run_metadata.step_stats.dev_stats}
+    )
     busy, _ = session_lib.trace_busy_and_memory(result.run_metadata, names)
     placed: dict[str, int] = {}
     for d in expected.values():
@@ -171,5 +180,7 @@ def device_summary(expected: dict[str, str], result: RunResult) -> dict[str, dic
     for op, d in session_lib.ran_on(result.run_metadata).items():
         if op in expected:
             traced[d] = traced.get(d, 0) + 1
-    return {n: {"ops_placed": placed.get(n, 0), "ops_traced": traced.get(n, 0), "busy_s": float(b)}
-            for n, b in zip(names, busy)}
+    return {
+        n: {"ops_placed": placed.get(n, 0), "ops_traced": traced.get(n, 0), "busy_s": float(b)}
+        for n, b in zip(names, busy, strict=True)
+    }

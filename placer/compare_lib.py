@@ -237,9 +237,9 @@ def best(rows: Sequence[Row]) -> Row | None:
 
 
 def status(row: Row) -> str:
-    """The step time in seconds with 4 decimals, or the failure as the paper writes it ("OOM")."""
+    """The step time in seconds (4 significant digits), or the failure as the paper writes it ("OOM")."""
     if row.ok:
-        return f"{row.step_time:.4f}"
+        return f"{row.step_time:.4g}"
     return "OOM" if row.failure == "oom" else str(row.failure)
 
 
@@ -296,9 +296,9 @@ def markdown_text(rows: Sequence[Row], device_names: Sequence[str], title: str =
         cells = [
             r.method,
             status(r),
-            _num(r.speedup_vs_expert, ".2f"),
-            _num(r.speedup_vs_single_gpu, ".2f"),
-            _num(r.ratio_to_lower_bound, ".2f"),
+            _num(r.speedup_vs_expert, ".3g"),
+            _num(r.speedup_vs_single_gpu, ".3g"),
+            _num(r.ratio_to_lower_bound, ".3g"),
             _num(r.place_seconds, ".3f"),
             _mem(r, unit, " / "),
         ]
@@ -315,9 +315,9 @@ def terminal_text(rows: Sequence[Row], device_names: Sequence[str]) -> str:
         [
             r.method,
             status(r),
-            _num(r.speedup_vs_expert, ".2f"),
-            _num(r.speedup_vs_single_gpu, ".2f"),
-            _num(r.ratio_to_lower_bound, ".2f"),
+            _num(r.speedup_vs_expert, ".3g"),
+            _num(r.speedup_vs_single_gpu, ".3g"),
+            _num(r.ratio_to_lower_bound, ".3g"),
             _num(r.place_seconds, ".3f"),
             _mem(r, unit, " "),
         ]

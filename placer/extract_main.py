@@ -28,11 +28,8 @@ _METAGRAPH = flags.DEFINE_string("metagraph", None, "MetaGraphDef file (binary o
 _NAME = flags.DEFINE_string("name", None, "Graph name for --metagraph (default: the file name).")
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file (graphs/io format): no extraction, just grouping.")
 _OUT = flags.DEFINE_string("out", None, "Write the extracted graph here as graph JSON (.gz = gzip).")
-_CYCLES = flags.DEFINE_enum(
-    "constraint_cycles",
-    "keep",
-    ["keep", "merge"],
-    "Colocation cycles: keep the constraint groups or merge each cycle (graphs/grouping.py).",
+_TARGET = flags.DEFINE_integer(
+    "target_groups", None, "Coarsen to at most this many groups (0 = none; default: the config's, else 256)."
 )
 _TOP = flags.DEFINE_integer("top_types", 10, "How many of the most common op types to print.")
 
@@ -64,7 +61,7 @@ def _load_graph():
         built = models.build(config)
         graph = extract.extract(built.graph, name=built.name)
         g = config.get("placer", {}).get("grouping", {})
-        options = {k: g[k] for k in ("merge_single_consumer", "max_group_ops") if k in g}
+        options = {k: g[k] for k in ("merge_single_consumer", "max_group_ops", "target_groups") if k in g}
     return graph, options, time.perf_counter() - start
 
 
@@ -72,7 +69,10 @@ def main(argv: list[str]) -> None:
     del argv
     graph, options, extract_s = _load_graph()
     start = time.perf_counter()
-    groups = grouping.group(graph, constraint_cycles=_CYCLES.value, **options)
+    options.setdefault("target_groups", 256)
+    if _TARGET.value is not None:
+        options["target_groups"] = _TARGET.value
+    groups = grouping.group(graph, **options)
     group_s = time.perf_counter() - start
     if _OUT.value:
         io.save(graph, _OUT.value)
@@ -85,7 +85,7 @@ def main(argv: list[str]) -> None:
     print(f"edges: {graph.num_edges} ({graph.num_edges - n_control} data, {n_control} control)")
     print(
         f"groups: {groups.num_groups} (largest {int(sizes.max()) if len(sizes) else 0} ops, "
-        f"{'acyclic' if groups.acyclic else 'cycles through colocation constraints'})"
+        f"{groups.num_leaders} tie classes)"
     )
     print(f"op types: {len(types)}")
     print("top op types: " + ", ".join(f"{t} {c}" for t, c in types.most_common(_TOP.value)))

@@ -106,10 +106,14 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config):
     from placer.reinforce import Problem  # noqa: PLC0415
 
     gc = placer_config.grouping
-    groups = grouping.group(graph, merge_single_consumer=gc.merge_single_consumer, max_group_ops=gc.max_group_ops)
+    groups = grouping.group(graph, merge_single_consumer=gc.merge_single_consumer, max_group_ops=gc.max_group_ops,
+                            target_groups=gc.get("target_groups", 0))
     feats = features.features(graph, groups)
-    allowed = rl_math.group_device_mask(groups.op_group, groups.num_groups, op_device_ok(graph, cluster))
+    leader = getattr(groups, "tie", None)
+    leader = np.arange(groups.num_groups, dtype=np.int32) if leader is None else np.asarray(leader, np.int32)
+    # A tie class can only go where all of its groups can run.
+    allowed = rl_math.group_device_mask(leader[groups.op_group], groups.num_groups, op_device_ok(graph, cluster))
     problem = Problem(graph=graph, op_group=np.asarray(groups.op_group), type_ids=np.asarray(feats.type_ids),
                       features=np.asarray(feats.matrix(), dtype=np.float32), vocab_size=len(feats.vocab),
-                      device_names=cluster.device_names, allowed=allowed)
+                      device_names=cluster.device_names, allowed=allowed[leader], leader=leader)
     return problem, groups

@@ -96,7 +96,7 @@ class PlacementPolicy(keras.Model):
 
     # ----- public API -------------------------------------------------------
 
-    def log_probs(self, type_ids, features, actions, mask_bias=None) -> tuple[tf.Tensor, tf.Tensor]:
+    def log_probs(self, type_ids, features, actions, mask_bias=None, leader=None) -> tuple[tf.Tensor, tf.Tensor]:
         """Log-probabilities of given placements, differentiable.
 
         Args:
@@ -104,9 +104,11 @@ class PlacementPolicy(keras.Model):
           features: [G, F] float32.
           actions: [K, G] int32 device per group.
           mask_bias: [G, D] float32 added to the logits (large negative = device not allowed).
+          leader: [G] int32 tie leader of each group; a group tied to an earlier
+            one copies its device, so only leaders (leader[g] == g) count.
 
         Returns:
-          ([K] sum of log p over groups, [K] mean entropy per group in nats).
+          ([K] sum of log p over leader groups, [K] mean entropy per leader group in nats).
         """
         actions = tf.convert_to_tensor(actions, tf.int32)
         enc = self.encode(type_ids, features)
@@ -117,10 +119,14 @@ class PlacementPolicy(keras.Model):
         logp = tf.nn.log_softmax(logits, axis=-1)
         chosen = tf.reduce_sum(tf.one_hot(actions, self.num_devices) * logp, axis=-1)
         entropy = -tf.reduce_sum(tf.math.multiply_no_nan(logp, tf.exp(logp)), axis=-1)
-        return tf.reduce_sum(chosen, axis=1), tf.reduce_mean(entropy, axis=1)
+        if leader is None:
+            return tf.reduce_sum(chosen, axis=1), tf.reduce_mean(entropy, axis=1)
+        own = tf.cast(tf.equal(tf.convert_to_tensor(leader, tf.int32), tf.range(tf.shape(actions)[1])), tf.float32)
+        return (tf.reduce_sum(chosen * own, axis=1),
+                tf.reduce_sum(entropy * own, axis=1) / tf.maximum(tf.reduce_sum(own), 1.0))
 
     @tf.function(reduce_retracing=True)
-    def _sample(self, type_ids, features, mask_bias, num_samples, noise_std, greedy, seed):
+    def _sample(self, type_ids, features, mask_bias, leader, num_samples, noise_std, greedy, seed):
         enc = self.encode(type_ids, features)
         g = tf.shape(type_ids)[0]
         k = num_samples
@@ -128,7 +134,7 @@ class PlacementPolicy(keras.Model):
         h = tf.zeros([k, self.hidden_size])
         c = tf.zeros([k, self.hidden_size])
         prev = tf.fill([k], self.num_devices)
-        out = tf.TensorArray(tf.int32, size=g)
+        out = tf.TensorArray(tf.int32, size=g, clear_after_read=False, element_shape=tf.TensorShape([None]))
         for t in tf.range(g):
             x = tf.concat([self.device_embedding(prev), tf.repeat(enc[:, t], k, axis=0)], axis=-1)
             dec, (h, c) = cell(x, [h, c])
@@ -137,12 +143,14 @@ class PlacementPolicy(keras.Model):
             logits += mask_bias[t][tf.newaxis]
             sampled = tf.random.stateless_categorical(logits, 1, seed=seed + [0, t], dtype=tf.int32)[:, 0]
             prev = tf.where(greedy, tf.argmax(logits, axis=-1, output_type=tf.int32), sampled)
+            if leader[t] != t:  # tied to an earlier group: copy its device
+                prev = out.read(leader[t])
             out = out.write(t, prev)
         return tf.transpose(out.stack())
 
     def sample(self, type_ids: np.ndarray, features: np.ndarray, num_samples: int, *,
                seed: tuple[int, int] = (0, 0), noise_std: float = 0.0,
-               mask_bias: np.ndarray | None = None) -> np.ndarray:
+               mask_bias: np.ndarray | None = None, leader: np.ndarray | None = None) -> np.ndarray:
         """Samples K placements.
 
         Args:
@@ -152,20 +160,29 @@ class PlacementPolicy(keras.Model):
           seed: stateless RNG seed pair; the same seed gives the same samples.
           noise_std: standard deviation of Gaussian noise added to the logits.
           mask_bias: [G, D] added to the logits (large negative = not allowed).
+          leader: [G] tie leader per group (an earlier group, or itself); a
+            tied group takes its leader's device.
 
         Returns:
           [K, G] int32 device index per group.
         """
         return self._sample(tf.constant(type_ids, tf.int32), tf.constant(features, tf.float32),
-                            self._bias(mask_bias, len(type_ids)), tf.constant(num_samples, tf.int32),
+                            self._bias(mask_bias, len(type_ids)), self._leader(leader, len(type_ids)),
+                            tf.constant(num_samples, tf.int32),
                             tf.constant(noise_std, tf.float32), tf.constant(False),
                             tf.constant(seed, tf.int32)).numpy()
 
-    def greedy(self, type_ids: np.ndarray, features: np.ndarray, mask_bias: np.ndarray | None = None) -> np.ndarray:
+    def greedy(self, type_ids: np.ndarray, features: np.ndarray, mask_bias: np.ndarray | None = None,
+               leader: np.ndarray | None = None) -> np.ndarray:
         """The most likely device per group, step by step: [G] int32, deterministic."""
         return self._sample(tf.constant(type_ids, tf.int32), tf.constant(features, tf.float32),
-                            self._bias(mask_bias, len(type_ids)), tf.constant(1, tf.int32), tf.constant(0.0),
+                            self._bias(mask_bias, len(type_ids)), self._leader(leader, len(type_ids)),
+                            tf.constant(1, tf.int32), tf.constant(0.0),
                             tf.constant(True), tf.constant([0, 0], tf.int32)).numpy()[0]
+
+    @staticmethod
+    def _leader(leader, g: int) -> tf.Tensor:
+        return tf.range(g, dtype=tf.int32) if leader is None else tf.constant(leader, tf.int32)
 
     def _bias(self, mask_bias, g: int) -> tf.Tensor:
         if mask_bias is None:

@@ -39,6 +39,8 @@ class Problem:
       vocab_size: op-type vocabulary size.
       device_names: the cluster's device names, in index order.
       allowed: [G, D] bool, devices every op of the group has a kernel for.
+      leader: [G] tie leader of each group (itself, or an earlier group whose
+        device it must share because of a colocation constraint).
     """
 
     graph: object
@@ -48,6 +50,11 @@ class Problem:
     vocab_size: int
     device_names: tuple[str, ...]
     allowed: np.ndarray
+    leader: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.leader is None:
+            object.__setattr__(self, "leader", np.arange(len(self.type_ids), dtype=np.int32))
 
     @property
     def num_groups(self) -> int:
@@ -99,6 +106,7 @@ class Trainer:
         self._type_ids = tf.constant(problem.type_ids, tf.int32)
         self._features = tf.constant(problem.features, tf.float32)
         self._mask = tf.constant(self.mask_bias)
+        self._leader = tf.constant(problem.leader, tf.int32)
 
     # ----- state ----------------------------------------------------------
 
@@ -152,12 +160,19 @@ class Trainer:
         return self.problem.placement(self.best_devices.numpy(), method="rl", step_time=t,
                                       step=int(self.step.numpy()), **self.metadata)
 
+    def greedy_placement(self) -> Placement:
+        """The policy's most likely placement (deterministic)."""
+        devices = self.policy.greedy(self.problem.type_ids, self.problem.features, self.mask_bias,
+                                     self.problem.leader)
+        return self.problem.placement(devices, method="rl_greedy", **self.metadata)
+
     # ----- training -----------------------------------------------------
 
     @tf.function(reduce_retracing=True)
     def _update(self, actions, advantages, weights):
         with tf.GradientTape() as tape:
-            logp, entropy = self.policy.log_probs(self._type_ids, self._features, actions, self._mask)
+            logp, entropy = self.policy.log_probs(self._type_ids, self._features, actions, self._mask,
+                                                  self._leader)
             pg = -tf.reduce_sum(weights * advantages * logp) / tf.maximum(tf.reduce_sum(weights), 1.0)
             loss = pg - self.tc.entropy_weight * tf.reduce_mean(entropy)
         grads = tape.gradient(loss, self.policy.trainable_variables)
@@ -170,7 +185,7 @@ class Trainer:
         noisy = step < self.policy_noise_steps()
         actions = self.policy.sample(self.problem.type_ids, self.problem.features, self.tc.samples_per_step,
                                      seed=(self.seed, step), noise_std=self.noise_std() if noisy else 0.0,
-                                     mask_bias=self.mask_bias)
+                                     mask_bias=self.mask_bias, leader=self.problem.leader)
         placements = [self.problem.placement(a) for a in actions]
         results = self.measurer.measure(placements)
         times = np.array([m.step_time for m in results], dtype=np.float64)

@@ -55,8 +55,14 @@ class Engine:
       factory: `factory(graph, cluster) -> Measurer`, built once per worker and job.
     """
 
-    def __init__(self, *, measure_timeout_s: float = 60.0, max_retries: int = 1, measure_seconds: float = 0.0,
-                 factory: Callable = simulator_factory):
+    def __init__(
+        self,
+        *,
+        measure_timeout_s: float = 60.0,
+        max_retries: int = 1,
+        measure_seconds: float = 0.0,
+        factory: Callable = simulator_factory,
+    ):
         self.measure_timeout_s = float(measure_timeout_s)
         self.max_retries = int(max_retries)
         self.measure_seconds = float(measure_seconds)
@@ -87,8 +93,8 @@ class Engine:
         """The chunk's measurements; raises WorkerDied or TimeoutError."""
         raise NotImplementedError
 
-    def _replace(self, slot: int) -> None:
-        """Replaces a hung or dead worker by a fresh one on the same slot."""
+    def _replace(self, slot: int, handle, *, hung: bool) -> None:
+        """Replaces the worker that ran `handle` (hung=True: it hangs) by a fresh one, unless already done."""
         raise NotImplementedError
 
     def _forget(self, job_id: Hashable) -> None:
@@ -129,22 +135,21 @@ class Engine:
         chunks = spread(len(placements), len(slots))
         rotation = itertools.cycle(range(len(slots)))
         live = []  # (chunk, slot, handle, deadline, attempt)
-        for chunk, _ in zip(chunks, range(len(chunks)), strict=True):
-            slot = slots[next(rotation)]
-            live.append(self._send(chunk, slot, job_id, placements))
+        for chunk in chunks:
+            live.append(self._send(chunk, slots[next(rotation)], job_id, placements))
         while live:
             chunk, slot, handle, deadline, attempt = live.pop(0)
             try:
                 res = self._result(handle, max(0.0, deadline - time.monotonic()))
             except TimeoutError:
                 self.timed_out += 1
-                self._replace(slot)
+                self._replace(slot, handle, hung=True)
                 msg = f"slot {slot}: no result within {self.measure_timeout_s * len(chunk):g} s"
                 for i in chunk:
                     out[i] = Measurement.failed(TIMEOUT, msg, num_devices)
                 continue
             except WorkerDied as e:
-                self._replace(slot)
+                self._replace(slot, handle, hung=False)
                 if attempt < self.max_retries:
                     self.retried += 1
                     other = slots[next(rotation)]
@@ -250,18 +255,20 @@ class InProcessEngine(Engine):
             future.set_exception(WorkerDied(f"slot {slot} was removed"))
         else:
             worker.tasks.put((job_id, placements, future))
-        return future
+        return worker, future
 
     def _result(self, handle, timeout):
-        return handle.result(timeout=timeout)
+        return handle[1].result(timeout=timeout)
 
-    def _replace(self, slot):
+    def _replace(self, slot, handle, *, hung):
+        if not hung:
+            return  # the thread caught the fault and keeps serving
         with self._lock:
             old = self._workers.get(slot)
-            if old is None or not old.thread.is_alive() or old.tasks.empty() and not old.retired and _idle(old):
+            if old is None or old is not handle[0]:
                 return
             old.retired = True  # a hung thread cannot be stopped; it exits after its task
-            self._workers[slot] = _SlotThread(self, old.tasks)
+            self._workers[slot] = _SlotThread(self, old.tasks)  # takes over the queued chunks
 
     def _forget(self, job_id):
         for w in list(self._workers.values()):
@@ -269,8 +276,3 @@ class InProcessEngine(Engine):
 
     def close(self) -> None:
         self.remove_slots(list(self._workers))
-
-
-def _idle(worker: _SlotThread) -> bool:
-    """True when the worker is waiting for work (so it is neither hung nor dead)."""
-    return worker.tasks.unfinished_tasks == 0 and False

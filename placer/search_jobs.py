@@ -139,16 +139,19 @@ def load_workload(path: str, *, load_models: bool = True) -> Workload:
         job = _as_dict(raw, f"{path}: jobs[{i}]")
         name = job.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
-            raise InputError(f"{path}: jobs[{i}].name: must be a non-empty name of letters, digits, '_.-', "
-                             f"got {name!r}")
+            raise InputError(
+                f"{path}: jobs[{i}].name: must be a non-empty name of letters, digits, '_.-', got {name!r}"
+            )
         where = f"{path}: job {name!r}"
         if name in names:
             raise InputError(f"{where}: duplicate name")
         names.add(name)
         for key in job:
             if key not in JOB_FIELDS and key not in over:
-                raise InputError(f"{where}: unknown field {key!r} (valid: {', '.join(JOB_FIELDS)}, "
-                                 f"or a placer field: {', '.join(sorted(over))})")
+                raise InputError(
+                    f"{where}: unknown field {key!r} (valid: {', '.join(JOB_FIELDS)}, "
+                    f"or a placer field: {', '.join(sorted(over))})"
+                )
         spec, graph = job.get("config"), job.get("graph")
         if (spec is None) == (graph is None):
             raise InputError(f"{where}: give exactly one of 'config' and 'graph'")
@@ -187,17 +190,19 @@ def load_workload(path: str, *, load_models: bool = True) -> Workload:
                 section, default = over[key]
                 config.placer[section][key] = _override(f"{where}: {key}", value, default)
         max_slots = job.get("max_slots", config.placer.train.samples_per_step)
-        work.jobs.append(JobSpec(
-            name=name,
-            config_spec=spec,
-            graph_path=graph,
-            cluster=cluster,
-            arrival_s=float(_number(f"{where}: arrival_s", job.get("arrival_s", 0.0), minimum=0)),
-            steps=int(_number(f"{where}: steps", job.get("steps", 50), integer=True, minimum=1)),
-            seed=int(_number(f"{where}: seed", job.get("seed", 0), integer=True)),
-            max_slots=int(_number(f"{where}: max_slots", max_slots, integer=True, minimum=1)),
-            config=config,
-        ))
+        work.jobs.append(
+            JobSpec(
+                name=name,
+                config_spec=spec,
+                graph_path=graph,
+                cluster=cluster,
+                arrival_s=float(_number(f"{where}: arrival_s", job.get("arrival_s", 0.0), minimum=0)),
+                steps=int(_number(f"{where}: steps", job.get("steps", 50), integer=True, minimum=1)),
+                seed=int(_number(f"{where}: seed", job.get("seed", 0), integer=True)),
+                max_slots=int(_number(f"{where}: max_slots", max_slots, integer=True, minimum=1)),
+                config=config,
+            )
+        )
     work.jobs.sort(key=lambda j: j.arrival_s)
     return work
 

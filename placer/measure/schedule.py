@@ -306,12 +306,22 @@ def schedule_batch(units: Units, dev, dur, need, xt, num_devices: int) -> Schedu
     dn = num_devices
     r = np.arange(k)
     inf = np.inf
-    dev_x = np.concatenate([dev, np.zeros((k, 1), dev.dtype)], 1)  # column U: padding
-    flat_dev = r[:, None] * dn + dev_x
-    indeg = np.tile(np.r_[units.indeg, 1 << 40], (k, 1))
-    ready = np.zeros((k, u_n + 1))
-    cand = np.where(indeg == 0, 0.0, inf)
-    free = np.zeros((k, dn))
+    big = np.iinfo(np.int64).max
+    # Per placement, the ready units live in a short list (ids, ready times,
+    # devices), so a step costs O(K * ready) instead of O(K * U).
+    roots = np.flatnonzero(units.indeg == 0)
+    width = max(16, 2 * len(roots))
+    ids = np.full((k, width), u_n, dtype=np.int64)
+    rt = np.full((k, width), inf)
+    dv = np.zeros((k, width), dtype=np.int64)
+    ids[:, :len(roots)] = roots
+    rt[:, :len(roots)] = 0.0
+    dv[:, :len(roots)] = dev[:, roots]
+    cnt = np.full(k, len(roots))
+    indeg = np.tile(units.indeg, k)  # flat [K * U]
+    ready = np.zeros(k * u_n)
+    dev_f = dev.ravel()
+    free = np.zeros(k * dn)  # flat [K, D]
     link = np.zeros((k, dn, dn))
     start = np.zeros((k, u_n))
     finish = np.zeros((k, u_n))
@@ -319,34 +329,56 @@ def schedule_batch(units: Units, dev, dur, need, xt, num_devices: int) -> Schedu
     tx_end = np.full((k, u_n, dn), np.nan)
     ptr, succ, sdata = units.succ_ptr, units.succ_unit, units.succ_data
     deg = np.diff(ptr)
+    rd = (r * dn)[:, None]
     for _ in range(u_n):
-        st = np.maximum(cand, free.ravel()[flat_dev])
-        c = st.argmin(1)
-        s = st[r, c]
+        st = np.maximum(rt, free[rd + dv])
+        s = st.min(1)
+        slot = np.where(st == s[:, None], ids, big).argmin(1)
+        c = ids[r, slot]
+        last = cnt - 1
+        ids[r, slot], rt[r, slot], dv[r, slot] = ids[r, last], rt[r, last], dv[r, last]
+        ids[r, last], rt[r, last] = u_n, inf
+        cnt = last
         d = dev[r, c]
         f = s + dur[r, c]
         start[r, c] = s
         finish[r, c] = f
-        cand[r, c] = inf
-        free[r, d] = f
+        free[r * dn + d] = f
         nd = need[r, c]
-        ls = np.maximum(f[:, None], link[r, d])
+        lk = link[r, d]
+        ls = np.maximum(f[:, None], lk)
         arr = np.where(nd, ls + xt[r, c], f[:, None])
-        link[r, d] = np.where(nd, arr, link[r, d])
+        link[r, d] = np.where(nd, arr, lk)
         tx_start[r, c] = np.where(nd, ls, np.nan)
         tx_end[r, c] = np.where(nd, arr, np.nan)
-        cnt = deg[c]
-        tot = int(cnt.sum())
+        nsucc = deg[c]
+        tot = int(nsucc.sum())
         if tot == 0:
             continue
-        rr = np.repeat(r, cnt)
-        e = np.repeat(ptr[c] - (np.cumsum(cnt) - cnt), cnt) + np.arange(tot)
+        rr = np.repeat(r, nsucc)
+        e = np.repeat(ptr[c] - (np.cumsum(nsucc) - nsucc), nsucc) + np.arange(tot)
         h = succ[e]
-        a = np.where(sdata[e], arr[rr, dev_x[rr, h]], f[rr])
-        ready[rr, h] = np.maximum(ready[rr, h], a)
-        indeg[rr, h] -= 1
-        now = indeg[rr, h] == 0
-        cand[rr[now], h[now]] = ready[rr[now], h[now]]
+        fl = rr * u_n + h
+        hd = dev_f[fl]
+        a = np.where(sdata[e], arr[rr, hd], f[rr])
+        ready[fl] = np.maximum(ready[fl], a)
+        indeg[fl] -= 1
+        now = indeg[fl] == 0
+        if not now.any():
+            continue
+        rn, hn, fn = rr[now], h[now], fl[now]
+        nb = np.bincount(rn, minlength=k)
+        pos = cnt[rn] + np.arange(len(rn)) - (np.cumsum(nb) - nb)[rn]
+        if pos.max() >= width:
+            grow = width
+            ids = np.concatenate([ids, np.full((k, grow), u_n, dtype=np.int64)], 1)
+            rt = np.concatenate([rt, np.full((k, grow), inf)], 1)
+            dv = np.concatenate([dv, np.zeros((k, grow), dtype=np.int64)], 1)
+            width += grow
+        ids[rn, pos] = hn
+        rt[rn, pos] = ready[fn]
+        dv[rn, pos] = hd[now]
+        cnt = cnt + nb
     return Schedule(start, finish, tx_start, tx_end)
 
 

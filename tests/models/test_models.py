@@ -46,7 +46,8 @@ def test_training_steps_lower_finite_loss(tiny, name):
     m = tiny[name]
     with tf.compat.v1.Session(graph=m.graph) as sess:
         sess.run(m.init_op)
-        losses = [sess.run([m.train_op, m.loss])[1] for _ in range(3)]
+        steps = 2 if name == "inception_v3" else 3  # the Keras model is the slow one
+        losses = [sess.run([m.train_op, m.loss])[1] for _ in range(steps)]
     assert all(math.isfinite(x) for x in losses)
     assert losses[-1] != losses[0]
     if name != "inception_v3":  # same synthetic batch every step: SGD lowers the loss
@@ -70,14 +71,21 @@ def test_rnn_cells_are_separate_ops_per_layer_and_step(tiny):
             assert grads and all("_grad/" in op.name for op in grads)
     assert not _ops(m, "rnn/layer_2/") and not _ops(m, "rnn/layer_0/t_3/")
     n = tiny["nmt"]  # 2 layers, 3 source and 2 target steps
-    for scope in ("encoder/layer_1/t_2/", "decoder/layer_1/t_1/", "attention/t_1/", "softmax/",
-                  "encoder/embedding/", "decoder/embedding/", "gradients/attention/t_0/"):
+    for scope in (
+        "encoder/layer_1/t_2/",
+        "decoder/layer_1/t_1/",
+        "attention/t_1/",
+        "softmax/",
+        "encoder/embedding/",
+        "decoder/embedding/",
+        "gradients/attention/t_0/",
+    ):
         assert _ops(n, scope), scope
     assert not _ops(n, "encoder/layer_0/t_3/") and not _ops(n, "decoder/layer_0/t_2/")
 
 
-def test_layer_count_changes_graph_by_whole_layers():
-    two = models.build(rnnlm.get_config("tiny").model)
+def test_layer_count_changes_graph_by_whole_layers(tiny):
+    two = tiny["rnnlm"]
     three = models.build(rnnlm.get_config("tiny,layers=3").model)
     assert _ops(three, "rnn/layer_2/") and not _ops(two, "rnn/layer_2/")
     per_layer = len(_ops(two, "rnn/layer_1/"))  # layers 1 and 2 have the same input width

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -27,8 +26,13 @@ CPUS = ["/device:CPU:0", "/device:CPU:1"]
 
 def _graph(colocation=None):
     # x -> mm -> s (AsString: CPU kernel only); w colocated with mm when asked.
-    return OpGraph.create("g", ["x", "w", "mm", "s"], ["Const", "Const", "MatMul", "AsString"],
-                          [("x", "mm"), ("w", "mm"), ("mm", "s")], colocation=colocation)
+    return OpGraph.create(
+        "g",
+        ["x", "w", "mm", "s"],
+        ["Const", "Const", "MatMul", "AsString"],
+        [("x", "mm"), ("w", "mm"), ("mm", "s")],
+        colocation=colocation,
+    )
 
 
 def _placement(graph, devs, names=CPUS):
@@ -56,11 +60,16 @@ def test_parse_device_map_rejects_unknown_sources_naming_them():
 def test_remap_merges_devices_mapped_together():
     g = _graph()
     p = _placement(g, [0, 1, 2, 3], ["/device:GPU:0", "/device:GPU:1", "/device:GPU:2", "/device:CPU:0"])
-    r = apply.remap(p, {"/device:GPU:0": "/device:CPU:1", "/device:GPU:1": "/device:CPU:1",
-                        "/device:GPU:2": "/device:CPU:0"})
+    r = apply.remap(
+        p, {"/device:GPU:0": "/device:CPU:1", "/device:GPU:1": "/device:CPU:1", "/device:GPU:2": "/device:CPU:0"}
+    )
     assert r.device_names == ("/device:CPU:1", "/device:CPU:0")
-    assert apply.op_devices(r) == {"x": "/device:CPU:1", "w": "/device:CPU:1", "mm": "/device:CPU:0",
-                                   "s": "/device:CPU:0"}
+    assert apply.op_devices(r) == {
+        "x": "/device:CPU:1",
+        "w": "/device:CPU:1",
+        "mm": "/device:CPU:0",
+        "s": "/device:CPU:0",
+    }
     assert r.fingerprint == p.fingerprint
 
 
@@ -74,8 +83,9 @@ def test_validate_accepts_a_legal_placement():
 
 def test_validate_rejects_fingerprint_mismatch():
     g = _graph()
-    other = OpGraph.create("g", ["x", "w", "mm", "s"], ["Const", "Const", "MatMul", "AsString"],
-                           [("x", "mm"), ("w", "mm"), ("x", "s")])
+    other = OpGraph.create(
+        "g", ["x", "w", "mm", "s"], ["Const", "Const", "MatMul", "AsString"], [("x", "mm"), ("w", "mm"), ("x", "s")]
+    )
     with pytest.raises(InputError, match="fingerprint"):
         apply.validate(_placement(other, [0, 0, 0, 0]), g, CPUS)
 
@@ -136,9 +146,14 @@ def test_device_fn_and_graph_def_paths_agree():
     with tf.Graph().as_default() as g2, tf.compat.v1.device(fn):
         _build_small()
     by_fn = {op.name: op.device for op in g2.get_operations()}
-    assert by_fn == by_graph_def
+    assert set(by_fn) == set(by_graph_def)
+    assert {n: by_fn[n] for n in fn.placed} == {n: by_graph_def[n] for n in fn.placed}
     assert by_fn["y"] == "/device:CPU:1" and by_fn["w"] == "/device:CPU:0"
-    assert fn.unplaced == [] and len(fn.placed) == graph.num_ops
+    # TF builds a variable's initialiser ops outside the device scope (they run once,
+    # not in the training step): only they escape the device function.
+    escaped = sorted(set(by_fn) - set(fn.placed))
+    assert escaped and all(n.startswith("w/") for n in escaped)
+    assert fn.unplaced == []
     assert all(n.device == "" for n in base.as_graph_def().node)  # the input is not modified
 
 
@@ -223,11 +238,12 @@ SCRIPT = textwrap.dedent(
 def round_trip(tmp_path_factory):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     folder = str(tmp_path_factory.mktemp("apply"))
-    p = subprocess.run([sys.executable, "-c", SCRIPT, folder], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-c", SCRIPT, folder], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
     assert p.returncode == 0 and lines, p.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def test_round_trip_runs_every_traced_op_on_its_device(round_trip):
