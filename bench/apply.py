@@ -98,6 +98,11 @@ def main() -> None:
             r = bench_variant(variant, folder)
             rows.append(r)
             print(r, flush=True)
+            write(rows)  # each finished graph is kept even if a later one is stopped
+
+
+def write(rows: list[dict]) -> None:
+    """Writes the rows measured so far to BENCHMARKS.md."""
     lines = [
         f"NMT on this machine split into {NUM_CPUS} logical CPU devices; {METHOD} placement on the local "
         "cluster with profiled per-op costs (`graphs.costs.profiled_costs`, CPU column), moved where TF runs "

@@ -26,7 +26,7 @@ import numpy as np
 from graphs.op_graph import topological_order
 
 # Groups the path search of `merge_closure` may visit per unit of `max_extra`.
-_CLOSURE_SEARCH = 32
+_CLOSURE_SEARCH = 4
 
 
 def _reach(start: int, nbrs: dict[int, dict[int, int]], keep, budget: int) -> set[int] | None:
