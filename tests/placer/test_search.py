@@ -301,7 +301,7 @@ class FailingJobEngine(InProcessEngine):
 def test_failed_search_gives_its_slots_back_and_faulty_workers_lose_nothing(tmp_path):
     from placer import search
 
-    work = search_jobs.load_workload(write_workload(tmp_path, steps=4, arrivals=(0.0, 0.0, 0.0)))
+    work = search_jobs.load_workload(write_workload(tmp_path, steps=3, arrivals=(0.0, 0.0, 0.0)))
     prepared = search.prepare(work, log=lambda *a: None)
     FaultyMeasurer.calls = 0
 
@@ -322,12 +322,13 @@ def test_failed_search_gives_its_slots_back_and_faulty_workers_lose_nothing(tmp_
         )
         assert eng.retried >= 1
     status = {j["name"]: (j["status"], j["iterations"]) for j in summary["jobs"]}
-    assert status == {"s0": ("done", 4), "s1": ("failed", 0), "s2": ("done", 4)}
+    assert status == {"s0": ("done", 3), "s1": ("failed", 0), "s2": ("done", 3)}
     assert "search s1 broke" in summary["jobs"][1]["error"]
     with open(tmp_path / "fair" / "allocations.csv") as f:
         rows = list(csv.DictReader(f))
     # Once s1 failed, s0 and s2 share all 4 slots: 2 each under fair share.
-    after = [r for r in rows if float(r["time_s"]) > summary["jobs"][1]["seconds"]]
+    failed_at = json.loads((tmp_path / "fair" / "curves.json").read_text())["s1"]["end_s"]
+    after = [r for r in rows if float(r["time_s"]) > failed_at]
     assert after and all(r["job"] != "s1" for r in after)
     epochs = {}
     for r in after:
