@@ -166,7 +166,9 @@ def _variable_bytes(op: tf.Operation) -> int:
 def _colocation_keys(ops: Sequence[tf.Operation]) -> list[str]:
     """Colocation key per op from the `_class: loc:@X` attributes.
 
-    Ops naming X, and X itself, share a key. Chains (X itself colocated with Y)
+    Ops naming X, and X itself, share a key, and so do an op taking a resource
+    or ref tensor and the op producing it (TF's placer colocates them even
+    without `_class`). Chains (X itself colocated with Y)
     and several loc entries are merged with union-find; a merged set's key is
     the first loc target met in graph order, so the common case, a variable w
     and everything colocated with it, gets key "w".
@@ -192,6 +194,11 @@ def _colocation_keys(ops: Sequence[tf.Operation]) -> list[str]:
             s = s.decode() if isinstance(s, bytes) else str(s)
             if s.startswith("loc:@"):
                 locs.append(s[5:])
+        # TF's placer also puts an op that takes a resource (or ref) tensor on
+        # the device of the op that produced it, whatever `_class` says.
+        for t in op.inputs:
+            if t.dtype == tf.resource or t.dtype._is_ref_dtype:
+                locs.append(t.op.name)
         targets.append(locs)
         for x in locs:
             first_seen.setdefault(x, len(first_seen))

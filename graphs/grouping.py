@@ -331,10 +331,10 @@ def coarsen(
       grouping: an acyclic grouping of it.
       target_groups: the wanted number of groups.
       max_group_ops: cap on the ops of a group; 0 = none.
-      balance: a tie class (the ops a placement puts on one device) grown
-        by these merges holds at most `balance` times the mean ops per target
-        group, n_ops / target_groups (larger classes only take in groups of
-        their own class); 0 = no such cap.
+      balance: a group made by these merges, and a tie class (the ops a
+        placement puts on one device) made by joining two ties, holds at most
+        `balance` times the mean ops per target group, n_ops / target_groups;
+        0 = no such cap.
 
     Returns:
       The coarser grouping.
@@ -351,8 +351,8 @@ def coarsen(
     )
     for g, leader in enumerate(grouping.tie.tolist()):
         m.tie(g, leader)
-    class_cap = int(np.ceil(balance * graph.num_ops / target_groups)) if balance else 0
-    m.coarsen(target_groups, class_cap=class_cap)
+    balance_cap = int(np.ceil(balance * graph.num_ops / target_groups)) if balance else 0
+    m.coarsen(target_groups, balance_cap=balance_cap)
     op_group = grouping.op_group.astype(np.int64)
     return Grouping.from_labels(graph, m.labels()[op_group], m.tie_labels()[op_group])
 

@@ -117,23 +117,23 @@ class Merger:
             self.tcount[lo] += self.tcount[hi]
             self.tweight[lo] += self.tweight[hi]
 
-    def admissible(self, ga: int, gb: int, *, join_ties: bool = False, class_cap: int = 0) -> bool:
+    def admissible(self, ga: int, gb: int, *, join_ties: bool = False, balance_cap: int = 0) -> bool:
         """Whether group roots ga, gb may merge as far as the caps and the ties go (no cycle check).
 
         Args:
           ga: a group root.
           gb: another group root.
           join_ties: allow joining two tie classes of several groups each.
-          class_cap: cap on the weight of the merged tie class; 0 = none.
+          balance_cap: cap on the weight of the merged group and, when two
+            classes of several groups are joined, of the joined class; 0 = none.
         """
-        if self.cap and self.size[ga] + self.size[gb] > self.cap:
+        merged = self.size[ga] + self.size[gb]
+        if (self.cap and merged > self.cap) or (balance_cap and merged > balance_cap):
             return False
         ta, tb = self.tie_find(ga), self.tie_find(gb)
-        if ta == tb:
+        if ta == tb or self.tcount[ta] == 1 or self.tcount[tb] == 1:
             return True
-        if class_cap and self.tweight[ta] + self.tweight[tb] > class_cap:
-            return False
-        return join_ties or self.tcount[ta] == 1 or self.tcount[tb] == 1
+        return join_ties and not (balance_cap and self.tweight[ta] + self.tweight[tb] > balance_cap)
 
     def merge_closure(self, a: int, b: int, max_extra: int) -> bool:
         """Merges the groups of a and b together with every group on a path between them.
@@ -217,7 +217,7 @@ class Merger:
                         queued.add(x)
                         work.append(x)
 
-    def coarsen(self, target: int, *, class_cap: int = 0) -> None:
+    def coarsen(self, target: int, *, balance_cap: int = 0) -> None:
         """Merges adjacent groups, best first, until at most `target` groups remain.
 
         A merge along a group-graph edge (a, b) is ranked by the edge's bytes
@@ -233,8 +233,9 @@ class Merger:
         Args:
           target: the wanted number of groups (stops earlier when no
             admissible merge is left).
-          class_cap: cap on the weight of a tie class (the unit a placement
-            puts on one device) made by these merges; 0 = none.
+          balance_cap: cap on the weight of a group made by these merges, and
+            of a tie class (the unit a placement puts on one device) made by
+            joining two ties; 0 = none.
         """
         size = self.size
         for join_ties in (False, True):
@@ -252,7 +253,7 @@ class Merger:
                 _, _, a, b, sa, sb = heapq.heappop(heap)
                 if stamp.get(a) != sa or stamp.get(b) != sb:
                     continue
-                if not self.admissible(a, b, join_ties=join_ties, class_cap=class_cap):
+                if not self.admissible(a, b, join_ties=join_ties, balance_cap=balance_cap):
                     continue
                 r = self._merge_roots(a, b)
                 if r is None:

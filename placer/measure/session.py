@@ -38,6 +38,27 @@ from placer.measure import tf_util
 from placer.measure.base import ERROR, OOM, TIMEOUT, UNSUPPORTED, Measurement
 from placer.placement import Placement
 
+# Memory limits (MiB) of the logical GPUs GPU 0 is split into, in every
+# session this module configures; () keeps TF's default (each GPU whole).
+# TF sets up GPU devices once per process, so all sessions must agree.
+_GPU_MEMORY_LIMITS_MB: tuple[int, ...] = ()
+
+
+def set_gpu_virtual_devices(memory_limits_mb: Sequence[int]) -> None:
+    """Splits physical GPU 0 into logical GPUs in every session made by `session_config`.
+
+    Only GPU 0 is made visible; logical GPU k ("/device:GPU:k") gets
+    `memory_limits_mb[k]` MiB. Call before the first session of the process
+    and set the same split on the eager context
+    (`tf.config.set_logical_device_configuration`), since TF configures GPU
+    devices once per process.
+
+    Args:
+      memory_limits_mb: MiB per logical GPU; empty restores TF's default.
+    """
+    global _GPU_MEMORY_LIMITS_MB
+    _GPU_MEMORY_LIMITS_MB = tuple(int(m) for m in memory_limits_mb)
+
 
 def session_config(
     num_cpus: int = 1, *, rewrite: bool = True, soft_placement: bool = False
@@ -52,6 +73,9 @@ def session_config(
     """
     config = tf.compat.v1.ConfigProto(allow_soft_placement=soft_placement, log_device_placement=False)
     config.device_count["CPU"] = max(int(num_cpus), 1)
+    if _GPU_MEMORY_LIMITS_MB:
+        config.gpu_options.visible_device_list = "0"
+        config.gpu_options.experimental.virtual_devices.add().memory_limit_mb.extend(_GPU_MEMORY_LIMITS_MB)
     if not rewrite:
         config.graph_options.rewrite_options.disable_meta_optimizer = True
         config.graph_options.rewrite_options.constant_folding = rewriter_config_pb2.RewriterConfig.OFF

@@ -138,3 +138,18 @@ def test_unknown_op_type_is_an_input_error():
     gd.node.add(name="a", op="NoSuchOpType")
     with pytest.raises(InputError, match="NoSuchOpType"):
         extract.extract(gd, name="bad")
+
+
+def test_ops_taking_a_resource_share_the_variable_key():
+    # TF's placer runs every op that takes a variable's handle on the
+    # variable's device, with or without a `_class` attribute.
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.compat.v1.get_variable("v", shape=[3], use_resource=True)
+        read = tf.raw_ops.ReadVariableOp(resource=v.handle, dtype=tf.float32, name="read")
+        tf.raw_ops.AssignAddVariableOp(resource=v.handle, value=read * 2.0, name="bump")
+        tf.identity(read, name="out")
+    og = extract.extract(g, name="res")
+    key = dict(zip(og.names, og.colocation))
+    assert key["read"] == key["bump"] == key["v"] != ""
+    assert key["out"] == "" and key["mul"] == ""
