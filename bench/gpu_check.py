@@ -57,8 +57,13 @@ def out_dir() -> str:
 def gpu_total_mb() -> int | None:
     """Total memory of GPU 0 in MiB as nvidia-smi reports it, or None."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
         return int(out.split()[0])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
@@ -86,7 +91,8 @@ def split_gpu(memory_mb: int) -> list[str]:
     gpus = tf.config.list_physical_devices("GPU")
     tf.config.set_visible_devices(gpus[0], "GPU")
     tf.config.set_logical_device_configuration(
-        gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=memory_mb)] * NUM_LOGICAL_GPUS)
+        gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=memory_mb)] * NUM_LOGICAL_GPUS
+    )
     session_lib.set_gpu_virtual_devices([memory_mb] * NUM_LOGICAL_GPUS)
     return [d.name for d in tf.config.list_logical_devices("GPU")]
 
@@ -97,13 +103,22 @@ def check_cluster(memory_mb: int):
     from placer import local_cluster  # noqa: PLC0415
 
     devices = [{"name": "/device:CPU:0", "type": "CPU", "memory_bytes": local_cluster.available_memory_bytes()}]
-    devices += [{"name": f"/device:GPU:{k}", "type": "GPU", "memory_bytes": memory_mb << 20}
-                for k in range(NUM_LOGICAL_GPUS)]
-    pairs = [{"src": f"/device:GPU:{i}", "dst": f"/device:GPU:{j}", "bandwidth": ON_CHIP_BANDWIDTH,
-              "latency": LINK_LATENCY} for i in range(NUM_LOGICAL_GPUS) for j in range(i + 1, NUM_LOGICAL_GPUS)]
-    return cluster_lib.from_json({"name": f"gpu0x{NUM_LOGICAL_GPUS}", "devices": devices,
-                                  "links": {"default": {"bandwidth": PCIE_BANDWIDTH, "latency": LINK_LATENCY},
-                                            "pairs": pairs}}, source="gpu_check")
+    devices += [
+        {"name": f"/device:GPU:{k}", "type": "GPU", "memory_bytes": memory_mb << 20} for k in range(NUM_LOGICAL_GPUS)
+    ]
+    pairs = [
+        {"src": f"/device:GPU:{i}", "dst": f"/device:GPU:{j}", "bandwidth": ON_CHIP_BANDWIDTH, "latency": LINK_LATENCY}
+        for i in range(NUM_LOGICAL_GPUS)
+        for j in range(i + 1, NUM_LOGICAL_GPUS)
+    ]
+    return cluster_lib.from_json(
+        {
+            "name": f"gpu0x{NUM_LOGICAL_GPUS}",
+            "devices": devices,
+            "links": {"default": {"bandwidth": PCIE_BANDWIDTH, "latency": LINK_LATENCY}, "pairs": pairs},
+        },
+        source="gpu_check",
+    )
 
 
 def random_placement(graph, cluster, seed: int):
@@ -130,8 +145,11 @@ def placements_for(graph, cluster, seed: int) -> dict:
     out = {}
     for name in PLACEMENTS:
         try:
-            out[name] = random_placement(graph, cluster, seed) if name == "random" else registry.place(
-                name, graph, cluster, seed=seed)
+            out[name] = (
+                random_placement(graph, cluster, seed)
+                if name == "random"
+                else registry.place(name, graph, cluster, seed=seed)
+            )
         except (InputError, ValueError, KeyError) as e:
             out[name] = f"not available: {e}"
     return out
@@ -139,8 +157,12 @@ def placements_for(graph, cluster, seed: int) -> dict:
 
 def _row(m, cluster) -> dict:
     gpus = cluster.indices_of_type("GPU")
-    return {"step_time_s": m.step_time if m.ok else None, "failure": m.failure, "message": m.message[:300],
-            "peak_gpu_bytes": [float(m.peak_memory[i]) for i in gpus] if len(m.peak_memory) else []}
+    return {
+        "step_time_s": m.step_time if m.ok else None,
+        "failure": m.failure,
+        "message": m.message[:300],
+        "peak_gpu_bytes": [float(m.peak_memory[i]) for i in gpus] if len(m.peak_memory) else [],
+    }
 
 
 def check_model(spec: str, cluster, steps: int, warmup: int, seed: int) -> dict:
@@ -164,8 +186,11 @@ def check_model(spec: str, cluster, steps: int, warmup: int, seed: int) -> dict:
             continue
         sm = session.measure([p])[0]
         mm = sim.measure([p])[0]
-        rec["placements"][name] = {"session": _row(sm, cluster), "simulator": _row(mm, cluster),
-                                   "gpus_used": sorted({cluster.device_names[d] for d in set(p.devices.tolist())})}
+        rec["placements"][name] = {
+            "session": _row(sm, cluster),
+            "simulator": _row(mm, cluster),
+            "gpus_used": sorted({cluster.device_names[d] for d in set(p.devices.tolist())}),
+        }
         print(format_line(spec, name, rec["placements"][name]), flush=True)
     rec["seconds"] = time.time() - t0
     return rec
@@ -189,16 +214,21 @@ def format_line(spec: str, name: str, entry: dict) -> str:
     if "skipped" in entry:
         return f"{spec:<24} {name:<11} {entry['skipped']}"
     se, si = entry["session"], entry["simulator"]
-    return (f"{spec:<24} {name:<11} session {_fmt_step(se):>9} s  simulator {_fmt_step(si):>9} s  "
-            f"sim/session {_ratio(entry):>5}  peak GPU GiB {_peak_gib(se)} / {_peak_gib(si)}")
+    return (
+        f"{spec:<24} {name:<11} session {_fmt_step(se):>9} s  simulator {_fmt_step(si):>9} s  "
+        f"sim/session {_ratio(entry):>5}  peak GPU GiB {_peak_gib(se)} / {_peak_gib(si)}"
+    )
 
 
 def markdown(result: dict) -> str:
     """The results as a Markdown table."""
-    lines = [f"GPU check on {result['gpu']} split into {NUM_LOGICAL_GPUS} logical GPUs of "
-             f"{result['memory_mb']} MiB; costs profiled on it; {result['steps']} timed steps per placement.", "",
-             "| model | placement | session step (s) | simulated step (s) | sim / session | "
-             "peak GPU GiB session / sim |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"GPU check on {result['gpu']} split into {NUM_LOGICAL_GPUS} logical GPUs of "
+        f"{result['memory_mb']} MiB; costs profiled on it; {result['steps']} timed steps per placement.",
+        "",
+        "| model | placement | session step (s) | simulated step (s) | sim / session | peak GPU GiB session / sim |",
+        "|---|---|---|---|---|---|",
+    ]
     for rec in result["models"]:
         if "error" in rec or "skipped" in rec:
             lines.append(f"| {rec['model']} | - | {rec.get('error') or rec.get('skipped')} | | | |")
@@ -207,8 +237,10 @@ def markdown(result: dict) -> str:
             if "skipped" in e:
                 lines.append(f"| {rec['model']} | {name} | {e['skipped']} | | | |")
             else:
-                lines.append(f"| {rec['model']} | {name} | {_fmt_step(e['session'])} | {_fmt_step(e['simulator'])} "
-                             f"| {_ratio(e)} | {_peak_gib(e['session'])} / {_peak_gib(e['simulator'])} |")
+                lines.append(
+                    f"| {rec['model']} | {name} | {_fmt_step(e['session'])} | {_fmt_step(e['simulator'])} "
+                    f"| {_ratio(e)} | {_peak_gib(e['session'])} / {_peak_gib(e['simulator'])} |"
+                )
     return "\n".join(lines) + "\n"
 
 
@@ -258,8 +290,7 @@ def run_check(specs, steps: int, warmup: int, memory_mb: int, budget_s: float, s
 
 def main(argv) -> None:
     del argv
-    sys.exit(run_check(_MODELS.value, _STEPS.value, _WARMUP.value, _MEMORY_MB.value, _BUDGET_S.value,
-                       _SEED.value))
+    sys.exit(run_check(_MODELS.value, _STEPS.value, _WARMUP.value, _MEMORY_MB.value, _BUDGET_S.value, _SEED.value))
 
 
 if __name__ == "__main__":

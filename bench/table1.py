@@ -10,7 +10,7 @@ short search (--rl_steps) on a 2-core CPU, not the paper's hours on real
 GPUs, and every step time is simulated, so only the shape of the table (which
 method wins, which runs out of memory) is comparable with the paper's.
 
-Run: .venv/bin/python -m bench.table1 [--rl_steps 10] [--clusters k80x2,k80x4]
+Run: .venv/bin/python -m bench.table1 [--rl_steps 5] [--clusters k80x2,k80x4]
      [--models configs/rnnlm.py,configs/nmt.py,configs/inception_v3.py]
 """
 
@@ -39,10 +39,11 @@ HEADINGS = {
 }
 EXTRA_COLUMNS = ("metis", "tf_default", "m_topo", "m_etf", "m_sct")
 DEFAULT_MODELS = "configs/rnnlm.py,configs/nmt.py,configs/inception_v3.py"
-# Default RL steps per row, capped so the 6 rows take well under 30 minutes on
-# a shared 2-core CPU: a policy step over Inception-V3's ~1700 groups takes
-# tens of seconds there (3 steps: 122 s including tracing; RNNLM 25 s, NMT 40 s).
-DEFAULT_RL_STEPS = 10
+# Default RL steps per row, capped for a shared 2-core CPU. Measured with
+# the grouping of configs/common.py (RNNLM 615 groups, NMT 2834): 10 steps
+# took 156-179 s on RNNLM and over 8 minutes on NMT, so 5 steps per row;
+# raise --rl_steps where more CPU is available.
+DEFAULT_RL_STEPS = 5
 
 # Mirhoseini et al. 2017, Table 1: seconds per step measured on real hardware
 # (Haswell CPU + K80 GPUs), as printed in the paper, by (model, #GPUs):

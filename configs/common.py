@@ -41,6 +41,10 @@ def placer_config() -> ml_collections.ConfigDict:
     c.train.failing_step_time = 100.0  # seconds for a failed sample (TF hierarchical placer).
     c.train.drop_failures_after = 0  # steps after which failed samples leave the update; 0 = never.
     c.train.checkpoint_every = 50  # steps between checkpoints (our choice).
+    # Supervised warm start (our addition to the paper's method): imitate the
+    # fastest of these baselines before REINFORCE; "" = start from scratch.
+    c.train.warm_start = ""
+    c.train.warm_start_steps = 100  # maximum-likelihood steps on that placement (our choice).
     return c
 
 

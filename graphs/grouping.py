@@ -9,7 +9,9 @@ through a third group) or exceed `max_group_ops`. The steps, in order:
 
 1. Colocation constraints (TF's `_class: loc:@X`). The ops sharing a non-empty
    key are merged into one group where possible, in topological order: each
-   op joins the first earlier group of its set that can take it. An op that
+   op joins the first earlier group of its set that can take it, together
+   with the groups on the paths between them when those are few
+   (`cycle_closure_ops`, e.g. a batch-norm moving-average update). An op that
    no such group can take starts a new group TIED to the first one: tied
    groups form a tie class, and a placement must put every group of a class
    on one device (`Grouping.tie` names each group's leader, the lowest group
@@ -28,8 +30,13 @@ through a third group) or exceed `max_group_ops`. The steps, in order:
    joins it.
 4. Coarsening to `target_groups` (our choice; the paper's policy reads a few
    hundred groups, e.g. 280 for NMT): adjacent groups are merged, the
-   heaviest edge per op of the merged group first (Merger.coarsen). Merging
-   groups of two tie classes unites the classes.
+   heaviest edge relative to the product of the two groups' sizes first
+   (Merger.coarsen), keeping groups within `BALANCE` times the mean target
+   group size. Merging groups of two tie classes unites the classes.
+
+No merge of steps 2 to 4 joins two tie classes of several groups each (step 4
+only when the target cannot be reached otherwise): merging, say, the update
+ops of two variables would tie the two variables to one device.
 
 The cycle check keeps a topological order of the groups and searches only the
 groups between the two in that order; after a merge it repairs the order as in

@@ -42,15 +42,18 @@ def check_placement(placement: Placement, graph, cluster, source: str) -> np.nda
         device missing from the cluster.
     """
     if len(placement.devices) != graph.num_ops:
-        raise InputError(f"{source}: field 'ops' has {len(placement.devices)} entries, "
-                         f"graph {graph.name!r} has {graph.num_ops} ops")
+        raise InputError(
+            f"{source}: field 'ops' has {len(placement.devices)} entries, graph {graph.name!r} has {graph.num_ops} ops"
+        )
     placement.check_graph(graph, source)
     pos = {n: i for i, n in enumerate(cluster.device_names)}
     used = sorted({placement.device_names[d] for d in np.unique(placement.devices)})
     for name in used:
         if name not in pos:
-            raise InputError(f"{source}: field 'devices' names {name!r}, not a device of cluster {cluster.name!r} "
-                             f"({', '.join(cluster.device_names)})")
+            raise InputError(
+                f"{source}: field 'devices' names {name!r}, not a device of cluster {cluster.name!r} "
+                f"({', '.join(cluster.device_names)})"
+            )
     remap = np.array([pos.get(n, -1) for n in placement.device_names], dtype=np.int64)
     return remap[np.asarray(placement.devices, dtype=np.int64)]
 
@@ -86,11 +89,18 @@ def main(argv: list[str]) -> None:
         placement = baselines.get(_BASELINE.value)(graph, cluster)
         devices = np.asarray(placement.devices, dtype=np.int64)
     placement = Placement.from_ops(graph, devices, cluster.device_names, groups=placement.groups)
-    measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model,
-                                      metagraph=None if loaded.model is None else loaded.model.metagraph)
+    measurer = registry.make_measurer(
+        _MEASURE.value,
+        graph,
+        cluster,
+        model=loaded.model,
+        metagraph=None if loaded.model is None else loaded.model.metagraph,
+    )
     m = measurer.measure([placement])[0]
-    print(f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
-          f"measure: {_MEASURE.value}")
+    print(
+        f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
+        f"measure: {_MEASURE.value}"
+    )
     if m.ok:
         print(f"step time: {m.step_time:.6f} s")
     else:
@@ -98,8 +108,10 @@ def main(argv: list[str]) -> None:
     for d, dev in enumerate(cluster.devices):
         busy = m.busy_time[d] if len(m.busy_time) > d else 0.0
         peak = m.peak_memory[d] if len(m.peak_memory) > d else 0.0
-        print(f"  {dev.name:<16} busy {busy:.6f} s  peak memory {peak / 2**20:.1f} MiB "
-              f"of {dev.memory_bytes / 2**20:.0f} MiB")
+        print(
+            f"  {dev.name:<16} busy {busy:.6f} s  peak memory {peak / 2**20:.1f} MiB "
+            f"of {dev.memory_bytes / 2**20:.0f} MiB"
+        )
     print(f"bytes moved: {m.bytes_moved:.0f}")
     lb = bounds.lower_bound(graph, cluster)
     if m.ok and lb > 0:

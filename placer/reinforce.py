@@ -169,6 +169,39 @@ class Trainer:
     # ----- training -----------------------------------------------------
 
     @tf.function(reduce_retracing=True)
+    def _imitate(self, actions):
+        with tf.GradientTape() as tape:
+            logp, _ = self.policy.log_probs(self._type_ids, self._features, actions, self._mask, self._leader)
+            loss = -tf.reduce_mean(logp)
+        grads = tape.gradient(loss, self.policy.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.policy.trainable_variables))
+        return loss
+
+    def warm_start(self, group_devices: np.ndarray, steps: int) -> float:
+        """Supervised pre-training: teaches the policy a given placement.
+
+        REINFORCE then searches around it rather than from a uniform policy;
+        the imitated placement is not recorded as a result by itself, only
+        what the policy samples afterwards is.
+
+        Args:
+          group_devices: [G] device per group to imitate.
+          steps: gradient steps of maximum likelihood.
+
+        Returns:
+          The final negative log-likelihood of the placement (nats).
+        """
+        actions = tf.constant(np.asarray(group_devices, np.int32)[None])
+        loss = float("nan")
+        for _ in range(steps):
+            loss = float(self._imitate(actions).numpy())
+        # The optimizer's moments are reset so REINFORCE starts with a clean Adam state.
+        for v in self.optimizer.variables():
+            if v.dtype.is_floating:
+                v.assign(tf.zeros_like(v))
+        return loss
+
+    @tf.function(reduce_retracing=True)
     def _update(self, actions, advantages, weights):
         with tf.GradientTape() as tape:
             logp, entropy = self.policy.log_probs(self._type_ids, self._features, actions, self._mask,
@@ -246,13 +279,14 @@ class Trainer:
                 if np.isfinite(stats[key]):
                     tf.summary.scalar(key, stats[key])
 
-    def train(self, steps: int, *, progress: bool = True, on_step=None) -> dict:
+    def train(self, steps: int, *, progress: bool = True, on_step=None, max_seconds: float = 0.0) -> dict:
         """Runs until `steps` steps in total have been taken (counting resumed ones).
 
         Args:
           steps: total number of steps.
           progress: draw a progress line with the best step time on stderr.
           on_step: optional callback(stats) after every step.
+          max_seconds: stop early after this much wall time (0 = no limit).
 
         Returns:
           The last step's statistics (empty when nothing was left to do).
@@ -260,7 +294,8 @@ class Trainer:
         bar = Progress(steps, int(self.step.numpy())) if progress else None
         stats: dict = {}
         every = max(1, int(self.tc.checkpoint_every))
-        while int(self.step.numpy()) < steps:
+        t0 = time.time()
+        while int(self.step.numpy()) < steps and not (max_seconds > 0 and time.time() - t0 > max_seconds):
             stats = self.train_step()
             if on_step is not None:
                 on_step(stats)

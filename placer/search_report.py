@@ -177,10 +177,14 @@ def format_table(summary: dict) -> str:
     for j in summary["jobs"]:
         lines.append(
             f"{j['name'][:18]:<18} {j['status'][:7]:<7} {j['iterations']:>5} "
-            f"{_fmt(j['best_step_time'], '.4f'):>9} " + " ".join(f"{_fmt(j['time_to'][k]):>7}" for k in keys)
+            f"{_fmt(j['best_step_time'], '.3g'):>9} " + " ".join(f"{_fmt(j['time_to'][k]):>7}" for k in keys)
         )
     lines.append(
         f"{'mean':<18} {'':<7} {'':>5} {'':>9} " + " ".join(f"{_fmt(summary['mean_time_to'][k]):>7}" for k in keys)
+    )
+    lines.append(
+        "t80%..t95%: seconds from a search's start to 80/90/95% of its total (smoothed) loss "
+        "reduction; '-' when its loss did not fall"
     )
     lines.append(f"average normalised quality: {_fmt(summary['average_quality'], '.3f')}")
     for j in summary["jobs"]:

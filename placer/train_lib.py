@@ -25,7 +25,7 @@ def check_fresh_workdir(workdir: str, resume: bool) -> None:
 
 
 def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False, graph_path: str | None = None,
-        progress: bool = True, log=print) -> dict:
+        progress: bool = True, log=print, max_seconds: float = 0.0) -> dict:
     """Trains the RL placer and writes best_placement.json and summary.json.
 
     Args:
@@ -38,6 +38,7 @@ def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False
       graph_path: a graph JSON file to place instead of the config's model.
       progress: show a progress line.
       log: where to print the summary lines.
+      max_seconds: stop training after this much wall time (0 = no limit).
 
     Returns:
       The summary dict that is also written to summary.json.
@@ -68,6 +69,8 @@ def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False
     start = trainer.restore() if resume else 0
     if resume:
         log(f"resumed at step {start}, best so far {float(trainer.best_time.numpy()):.4f} s")
+    elif config.placer.train.warm_start:
+        warm_start(trainer, problem, graph, cluster, measurer, config.placer.train, seed, log)
     t_train = time.time()
     reached: list[tuple[int, float, float]] = []  # (step, seconds, best) whenever best improved
 
@@ -75,7 +78,7 @@ def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False
         if not reached or stats["best_step_time"] < reached[-1][2]:
             reached.append((stats["step"], time.time() - t_train, stats["best_step_time"]))
 
-    last = trainer.train(steps, progress=progress, on_step=on_step)
+    last = trainer.train(steps, progress=progress, on_step=on_step, max_seconds=max_seconds)
     trainer.save()
     wall = time.time() - t_train
     lb = bounds.lower_bound(graph, cluster)
@@ -105,6 +108,38 @@ def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False
         log(f"no placement ran: every sample failed ({', '.join(last.get('failures', [])) or 'unknown'}); "
             f"{summary['steps']} steps in {wall:.1f} s")
     return summary
+
+
+def warm_start(trainer, problem, graph, cluster, measurer, tc, seed: int, log=print) -> str | None:
+    """Pre-trains the policy on the fastest of the `tc.warm_start` baselines.
+
+    Returns:
+      The name of the imitated baseline, or None when none of them ran.
+    """
+    from baselines import registry  # noqa: PLC0415
+    from placer import rl_math  # noqa: PLC0415
+
+    names = [n.strip() for n in tc.warm_start.split(",") if n.strip()]
+    placements = []
+    for name in names:
+        try:
+            placements.append(registry.get(name)(graph, cluster, seed=seed))
+        except InputError as e:
+            log(f"warm start: skipping {name} ({e})")
+    results = measurer.measure(placements) if placements else []
+    ok = [(m.step_time, p) for m, p in zip(results, placements) if m.ok]
+    if not ok:
+        log("warm start: no baseline placement ran; starting from a uniform policy")
+        return None
+    t, best = min(ok, key=lambda x: x[0])
+    weight = np.nan_to_num(np.nanmax(graph.compute_cost, axis=1, initial=0.0)) if graph.compute_cost.size else \
+        np.zeros(graph.num_ops)
+    target = rl_math.group_devices_from_ops(best.devices, problem.op_group, problem.leader, weight,
+                                            len(problem.device_names), problem.allowed)
+    nll = trainer.warm_start(target, tc.warm_start_steps)
+    method = best.metadata.get("method", "?")
+    log(f"warm start: imitated {method} ({t:.4f} s) for {tc.warm_start_steps} steps, final NLL {nll:.3f}")
+    return method
 
 
 def _time_to_within(reached, best: float, tol: float) -> float | None:

@@ -41,8 +41,7 @@ def _session(graph, cluster, model, metagraph, **options):
 KINDS = {"sim": _sim, "grappler": _grappler, "session": _session}
 
 
-def make_measurer(kind: str, graph: OpGraph, cluster: Cluster, *, model=None, metagraph=None,
-                  **options) -> Measurer:
+def make_measurer(kind: str, graph: OpGraph, cluster: Cluster, *, model=None, metagraph=None, **options) -> Measurer:
     """Returns the measurement backend `kind` for `graph` on `cluster`.
 
     Args:

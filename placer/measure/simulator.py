@@ -31,9 +31,14 @@ whole, the simulator schedules groups instead of ops: a group's ops run back
 to back on its device (in op order), its outputs leave when the whole group
 finished (one transfer per destination device, n tensors costing n
 latencies), and its memory is its external outputs (from the group start) plus
-the peak of its internal activations while it runs. This is what the paper's
-policy places and is what makes batches of thousands of placements per second
-possible in numpy; a placement that splits a group is simulated op by op.
+the peak of its internal activations while it runs. Groups on a cycle of the
+group graph (closed by colocation constraints) are split into acyclic units
+first (`placer.measure.units.split_cycles`). This is the unit the paper's
+policy places, and it is what makes batches of a thousand placements per
+second possible in numpy; a placement that splits a group is simulated op by
+op. Batches of at least `batch_min` placements run in lock step
+(`schedule.schedule_batch`), smaller ones and graphs of many units on the heap
+engine (`schedule.schedule_one`); both give identical results.
 """
 
 from __future__ import annotations
@@ -48,9 +53,11 @@ from graphs.op_graph import OpGraph
 from placer.cluster import Cluster
 from placer.measure import schedule as sched
 from placer.measure.base import ERROR, OOM, UNSUPPORTED, Measurement
+from placer.measure.memory import peak_memory, per_device_sum
+from placer.measure.units import Units, contract, transfer_tables
 from placer.placement import Placement
 
-_CHUNK = 256  # placements per lock-step batch (keeps the [K, U] arrays in cache)
+_CHUNK_ELEMS = 1 << 18  # [K, U, D] elements per lock-step batch (bounds memory, keeps arrays in cache)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -87,8 +94,9 @@ class SimResult:
 
     def measurement(self) -> Measurement:
         """Returns the Measurement form of this result."""
-        return Measurement(self.step_time, self.failure, self.message, self.peak_memory, self.busy_time,
-                           self.bytes_moved)
+        return Measurement(
+            self.step_time, self.failure, self.message, self.peak_memory, self.busy_time, self.bytes_moved
+        )
 
 
 class Simulator:
@@ -108,12 +116,20 @@ class Simulator:
       batch_max_units: see batch_min.
     """
 
-    def __init__(self, graph: OpGraph, cluster: Cluster, *, op_group: Sequence[int] | None = None,
-                 batch_min: int = 8, batch_max_units: int = 3000):
+    def __init__(
+        self,
+        graph: OpGraph,
+        cluster: Cluster,
+        *,
+        op_group: Sequence[int] | None = None,
+        batch_min: int = 8,
+        batch_max_units: int = 3000,
+    ):
         self.graph, self.cluster = graph, cluster
         self.num_devices = cluster.num_devices
-        self.type_col = np.array([graph.device_types.index(d.type) if d.type in graph.device_types else -1
-                                  for d in cluster.devices])
+        self.type_col = np.array(
+            [graph.device_types.index(d.type) if d.type in graph.device_types else -1 for d in cluster.devices]
+        )
         self.speed = cluster.speeds()
         self.memory = cluster.memory()
         self.latency = np.asarray(cluster.latency, dtype=np.float64)
@@ -129,7 +145,7 @@ class Simulator:
         else:
             self._coloc_ops = np.zeros(0, np.int64)
             self._coloc_start = np.zeros(0, np.int64)
-        self._units: dict[bytes | None, tuple[sched.Units, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._units: dict[bytes | None, tuple[Units, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.op_group = None if op_group is None else np.asarray(op_group, dtype=np.int64)
         if self.op_group is not None:
             if self.op_group.shape != (graph.num_ops,):
@@ -155,7 +171,7 @@ class Simulator:
         for key, idx in by_groups.items():
             grp = None if key is None else np.frombuffer(key, dtype=np.int64)
             res = self.run(np.stack([rows[i] for i in idx]), op_group=grp)
-            for i, r in zip(idx, res):
+            for i, r in zip(idx, res, strict=True):
                 out[i] = r.measurement()
         return out  # type: ignore[return-value]
 
@@ -172,13 +188,11 @@ class Simulator:
         """
         return [r.measurement() for r in self.run(batch, op_group=op_group)]
 
-    def simulate(self, devices: np.ndarray, *, op_group: Sequence[int] | None = None,
-                 trace: bool = False) -> SimResult:
+    def simulate(self, devices: np.ndarray, *, op_group: Sequence[int] | None = None, trace: bool = False) -> SimResult:
         """Simulates one placement ([n_ops] or [n_groups] device indices)."""
         return self.run(np.asarray(devices)[None], op_group=op_group, trace=trace)[0]
 
-    def run(self, batch: np.ndarray, *, op_group: Sequence[int] | None = None,
-            trace: bool = False) -> list[SimResult]:
+    def run(self, batch: np.ndarray, *, op_group: Sequence[int] | None = None, trace: bool = False) -> list[SimResult]:
         """Simulates K placements; see `measure_devices`. Returns SimResults."""
         batch = np.asarray(batch, dtype=np.int64)
         if batch.ndim != 2:
@@ -186,8 +200,10 @@ class Simulator:
         n = self.graph.num_ops
         grp = self.op_group if op_group is None else np.asarray(op_group, dtype=np.int64)
         if batch.size and (batch.min() < 0 or batch.max() >= self.num_devices):
-            raise InputError(f"placement names device index {int(batch.max())}, "
-                             f"but cluster {self.cluster.name!r} has {self.num_devices} devices")
+            raise InputError(
+                f"placement names device index {int(batch.max())}, "
+                f"but cluster {self.cluster.name!r} has {self.num_devices} devices"
+            )
         per_group = batch.shape[1] != n
         if per_group and (grp is None or batch.shape[1] != int(grp.max()) + 1):
             raise InputError(f"placement has {batch.shape[1]} entries for {n} ops of {self.graph.name!r}")
@@ -214,8 +230,9 @@ class Simulator:
 
     def _device_row(self, p: Placement) -> np.ndarray:
         if len(p.devices) != self.graph.num_ops:
-            raise InputError(f"placement has {len(p.devices)} devices for {self.graph.num_ops} ops "
-                             f"of {self.graph.name!r}")
+            raise InputError(
+                f"placement has {len(p.devices)} devices for {self.graph.num_ops} ops of {self.graph.name!r}"
+            )
         pos = {name: i for i, name in enumerate(self.cluster.device_names)}
         remap = np.empty(len(p.device_names), dtype=np.int64)
         for i, name in enumerate(p.device_names):
@@ -224,10 +241,10 @@ class Simulator:
             remap[i] = pos[name]
         return remap[np.asarray(p.devices, dtype=np.int64)]
 
-    def _units_for(self, grp: np.ndarray | None) -> sched.Units:
+    def _units_for(self, grp: np.ndarray | None) -> Units:
         key = None if grp is None else grp.tobytes()
         if key not in self._units:
-            units = sched.contract(self.graph, grp)
+            units = contract(self.graph, grp)
             # Colocation sets that span several units, as unit indices.
             cu, cs, cop = [], [], []
             for j, lo in enumerate(self._coloc_start):
@@ -241,12 +258,13 @@ class Simulator:
         return self._units[key][0]
 
     def _run_units(self, units, dev, trace, out, where) -> None:
-        for lo in range(0, len(dev), _CHUNK):
-            res = self._chunk(units, dev[lo:lo + _CHUNK], trace)
+        chunk = int(np.clip(_CHUNK_ELEMS // max(units.num_units * self.num_devices, 1), 16, 1024))
+        for lo in range(0, len(dev), chunk):
+            res = self._chunk(units, dev[lo : lo + chunk], trace)
             for j, r in enumerate(res):
                 out[where[lo + j]] = r
 
-    def _chunk(self, units: sched.Units, dev: np.ndarray, trace: bool) -> list[SimResult]:
+    def _chunk(self, units: Units, dev: np.ndarray, trace: bool) -> list[SimResult]:
         k, dn = len(dev), self.num_devices
         if k == 0:
             return []
@@ -254,7 +272,7 @@ class Simulator:
         cost = np.where(tcol >= 0, units.cost[np.arange(units.num_units), np.maximum(tcol, 0)], np.nan)
         bad = np.isnan(cost)
         dur = np.where(bad, 0.0, cost) / self.speed[dev]
-        nbytes, ntens = sched.transfer_tables(units, dev, dn)
+        nbytes, ntens = transfer_tables(units, dev, dn)
         need = ntens > 0
         src = dev[:, :, None]
         dst = np.arange(dn)[None, None, :]
@@ -263,8 +281,9 @@ class Simulator:
             s = sched.schedule_batch(units, dev, dur, need, xt, dn)
         else:
             parts = [sched.schedule_one(units, dev[i], dur[i], need[i], xt[i], dn) for i in range(k)]
-            s = sched.Schedule(*(np.concatenate([getattr(p, f) for p in parts])
-                                 for f in ("start", "finish", "tx_start", "tx_end")))
+            s = sched.Schedule(
+                *(np.concatenate([getattr(p, f) for p in parts]) for f in ("start", "finish", "tx_start", "tx_end"))
+            )
         peak = peak_memory(units, dev, s, nbytes, need, dn)
         busy = per_device_sum(dev, dur, dn)
         step = s.finish.max(1) if units.num_units else np.zeros(k)
@@ -282,15 +301,17 @@ class Simulator:
                 if len(over):
                     d = int(over[0])
                     fail = OOM
-                    msg = (f"out of memory on {self.cluster.devices[d].name}: peak {peak[i, d]:.0f} bytes, "
-                           f"has {self.memory[d]:.0f}")
+                    msg = (
+                        f"out of memory on {self.cluster.devices[d].name}: peak {peak[i, d]:.0f} bytes, "
+                        f"has {self.memory[d]:.0f}"
+                    )
             if fail is not None:
                 st = float("inf")
             extra = self._trace(units, dev[i], s, i, nbytes[i]) if trace else {}
             res.append(SimResult(st, busy[i], peak[i], float(moved[i]), fail, msg, **extra))
         return res
 
-    def _colocation_errors(self, units: sched.Units, dev: np.ndarray) -> list[str]:
+    def _colocation_errors(self, units: Units, dev: np.ndarray) -> list[str]:
         out = [""] * len(dev)
         _, cu, cs, cop = next(v for v in self._units.values() if v[0] is units)
         if not len(cu):
@@ -298,10 +319,9 @@ class Simulator:
         d = dev[:, cu]
         lo = np.minimum.reduceat(d, cs, axis=1)
         hi = np.maximum.reduceat(d, cs, axis=1)
-        for i, j in zip(*np.nonzero(lo != hi)):
+        for i, j in zip(*np.nonzero(lo != hi), strict=True):
             if not out[i]:
-                out[i] = (f"colocation: ops with key {self.graph.colocation[cop[j]]!r} "
-                          f"are placed on different devices")
+                out[i] = f"colocation: ops with key {self.graph.colocation[cop[j]]!r} are placed on different devices"
         return out
 
     def _unsupported_message(self, units, ops_row, bad_units) -> str:
@@ -323,71 +343,17 @@ class Simulator:
         last = np.zeros(units.num_units, dtype=np.int64)
         np.maximum.at(last, units.op_unit, np.arange(g.num_ops))
         transfers = tuple(
-            (int(dev_u[u]), int(b), float(s.tx_start[i, u, b]), float(s.tx_end[i, u, b]), float(nbytes[u, b]),
-             str(g.names[last[u]]))
-            for u, b in zip(*np.nonzero(~np.isnan(s.tx_start[i]))))
+            (
+                int(dev_u[u]),
+                int(b),
+                float(s.tx_start[i, u, b]),
+                float(s.tx_end[i, u, b]),
+                float(nbytes[u, b]),
+                str(g.names[last[u]]),
+            )
+            for u, b in zip(*np.nonzero(~np.isnan(s.tx_start[i])), strict=True)
+        )
         return {"op_device": op_dev, "op_start": op_start, "op_finish": op_finish, "transfers": transfers}
-
-
-def peak_memory(units: sched.Units, dev: np.ndarray, s: sched.Schedule, nbytes: np.ndarray, need: np.ndarray,
-                num_devices: int) -> np.ndarray:
-    """Peak bytes per device of K scheduled placements (model in the module docstring).
-
-    Args:
-      units: the unit graph.
-      dev: [K, U] device per unit.
-      s: their schedule.
-      nbytes: [K, U, D] bytes each unit sends to each device.
-      need: [K, U, D] whether that transfer exists.
-      num_devices: D.
-
-    Returns:
-      [K, D] peak bytes.
-    """
-    k, u_n = dev.shape
-    dn = num_devices
-    persist = per_device_sum(dev, np.broadcast_to(units.persistent, (k, u_n)), dn)
-    # Last finish of a data reader of each unit on each device.
-    deg = np.diff(units.succ_ptr)
-    eu = np.repeat(np.arange(u_n), deg)[units.succ_data]
-    eh = units.succ_unit[units.succ_data]
-    cf = np.full((k, u_n, dn), -np.inf)
-    if len(eu):
-        starts = np.flatnonzero(np.r_[True, eu[1:] != eu[:-1]])
-        fh, dh = s.finish[:, eh], dev[:, eh]
-        for b in range(dn):
-            cf[:, eu[starts], b] = np.maximum.reduceat(np.where(dh == b, fh, -np.inf), starts, axis=1)
-    own = np.take_along_axis(cf, dev[:, :, None], 2)[:, :, 0]
-    release = np.fmax(np.maximum(s.finish, own), np.nanmax(np.where(need, s.tx_end, -np.inf), axis=2))
-    cols = np.flatnonzero(need.reshape(k, -1).any(0))
-    ub = np.arange(dn)
-    times = np.concatenate([s.start, s.finish, release,
-                            np.where(need, s.tx_start, np.inf).reshape(k, -1)[:, cols],
-                            np.where(need, cf, np.inf).reshape(k, -1)[:, cols]], 1)
-    rb = np.broadcast_to(nbytes, (k, u_n, dn)).reshape(k, -1)[:, cols]
-    deltas = np.concatenate([np.broadcast_to(units.external + units.transient, (k, u_n)),
-                             np.broadcast_to(-units.transient, (k, u_n)),
-                             np.broadcast_to(-units.external, (k, u_n)), rb, -rb], 1)
-    rdev = np.broadcast_to(ub, (k, u_n, dn)).reshape(k, -1)[:, cols]
-    devs = np.concatenate([dev, dev, dev, rdev, rdev], 1)
-    order = np.argsort(times, axis=1)
-    t = np.take_along_axis(times, order, 1)
-    dl = np.take_along_axis(deltas, order, 1)
-    dv = np.take_along_axis(devs, order, 1)
-    end = np.ones_like(t, dtype=bool)
-    end[:, :-1] = t[:, 1:] != t[:, :-1]
-    peak = np.zeros((k, dn))
-    for b in range(dn):
-        cs = np.cumsum(np.where(dv == b, dl, 0.0), axis=1)
-        peak[:, b] = np.max(np.where(end, cs, 0.0), axis=1, initial=0.0)
-    return persist + peak
-
-
-def per_device_sum(dev: np.ndarray, values: np.ndarray, num_devices: int) -> np.ndarray:
-    """Sums [K, U] values per device of [K, U] `dev`; returns [K, D]."""
-    k = len(dev)
-    flat = (np.arange(k)[:, None] * num_devices + dev).ravel()
-    return np.bincount(flat, weights=np.ravel(values), minlength=k * num_devices).reshape(k, num_devices)
 
 
 def simulate(graph: OpGraph, cluster: Cluster, devices: np.ndarray, *, trace: bool = False) -> SimResult:

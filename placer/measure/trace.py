@@ -39,19 +39,42 @@ def to_chrome_trace(result, graph: OpGraph, cluster: Cluster) -> dict:
     links = sorted({(a, b) for a, b, *_ in result.transfers})
     link_tid = {ab: len(names) + i for i, ab in enumerate(links)}
     for (a, b), tid in link_tid.items():
-        events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": tid,
-                       "args": {"name": f"{names[a]} -> {names[b]}"}})
+        events.append(
+            {"ph": "M", "name": "thread_name", "pid": 0, "tid": tid, "args": {"name": f"{names[a]} -> {names[b]}"}}
+        )
     for op in range(graph.num_ops):
-        events.append({"ph": "X", "pid": 0, "tid": int(result.op_device[op]), "name": str(graph.types[op]),
-                       "ts": float(result.op_start[op]) * 1e6,
-                       "dur": float(result.op_finish[op] - result.op_start[op]) * 1e6,
-                       "args": {"op": str(graph.names[op]), "type": str(graph.types[op])}})
+        events.append(
+            {
+                "ph": "X",
+                "pid": 0,
+                "tid": int(result.op_device[op]),
+                "name": str(graph.types[op]),
+                "ts": float(result.op_start[op]) * 1e6,
+                "dur": float(result.op_finish[op] - result.op_start[op]) * 1e6,
+                "args": {"op": str(graph.names[op]), "type": str(graph.types[op])},
+            }
+        )
     for a, b, start, end, nbytes, producer in result.transfers:
-        events.append({"ph": "X", "pid": 0, "tid": link_tid[(a, b)], "name": f"send {producer}",
-                       "ts": start * 1e6, "dur": (end - start) * 1e6,
-                       "args": {"bytes": nbytes, "producer": producer}})
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"graph": graph.name, "cluster": cluster.name, "step_time_s": result.step_time if result.ok else None}}
+        events.append(
+            {
+                "ph": "X",
+                "pid": 0,
+                "tid": link_tid[(a, b)],
+                "name": f"send {producer}",
+                "ts": start * 1e6,
+                "dur": (end - start) * 1e6,
+                "args": {"bytes": nbytes, "producer": producer},
+            }
+        )
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "graph": graph.name,
+            "cluster": cluster.name,
+            "step_time_s": result.step_time if result.ok else None,
+        },
+    }
 
 
 def write_chrome_trace(path: str, result, graph: OpGraph, cluster: Cluster) -> None:

@@ -18,8 +18,14 @@ def cpu_gpus(gpu_speeds):
 
 def test_critical_path_dominates():
     # a -> b, a -> c; fastest device times 2, 3, 3 (GPU). Path a-b = 5; work 8 / 3 devices.
-    g = OpGraph.create("g", ["a", "b", "c"], ["T"] * 3, [("a", "b"), ("a", "c")], device_types=("CPU", "GPU"),
-                       compute_cost=np.array([[4.0, 2.0], [6.0, 3.0], [6.0, 3.0]]))
+    g = OpGraph.create(
+        "g",
+        ["a", "b", "c"],
+        ["T"] * 3,
+        [("a", "b"), ("a", "c")],
+        device_types=("CPU", "GPU"),
+        compute_cost=np.array([[4.0, 2.0], [6.0, 3.0], [6.0, 3.0]]),
+    )
     c = cpu_gpus([1.0, 1.0])
     assert bounds.lower_bound(g, c) == pytest.approx(5.0)
     assert simulate(g, c, np.array([1, 1, 2])).step_time >= 5.0
@@ -28,8 +34,9 @@ def test_critical_path_dominates():
 def test_work_over_aggregate_speed_dominates():
     # Three independent ops of GPU cost 3 on GPUs of speed 2 and 1 (no CPU kernel):
     # path 1.5, per-device work 4.5 / 2, reference work 9 / (2 + 1) = 3.
-    g = OpGraph.create("g", ["a", "b", "c"], ["T"] * 3, [], device_types=("GPU",),
-                       compute_cost=np.array([[3.0], [3.0], [3.0]]))
+    g = OpGraph.create(
+        "g", ["a", "b", "c"], ["T"] * 3, [], device_types=("GPU",), compute_cost=np.array([[3.0], [3.0], [3.0]])
+    )
     c = cl.make("c", [cl.Device("/device:GPU:0", "GPU", 10**9, 2.0), cl.Device("/device:GPU:1", "GPU", 10**9, 1.0)])
     assert bounds.critical_path(g, bounds.op_min_times(g, c)) == pytest.approx(1.5)
     assert bounds.lower_bound(g, c) == pytest.approx(3.0)

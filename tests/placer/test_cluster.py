@@ -32,17 +32,25 @@ def test_h100_links_per_pair():
 
 
 def spec(**over):
-    d = {"name": "x", "devices": [{"name": "/device:CPU:0", "type": "cpu", "memory_bytes": 100},
-                                  {"name": "/device:GPU:0", "type": "GPU", "memory_bytes": 100, "speed": 2}],
-         "links": {"default": {"bandwidth": 10.0, "latency": 0.1}, "pairs": []}}
+    d = {
+        "name": "x",
+        "devices": [
+            {"name": "/device:CPU:0", "type": "cpu", "memory_bytes": 100},
+            {"name": "/device:GPU:0", "type": "GPU", "memory_bytes": 100, "speed": 2},
+        ],
+        "links": {"default": {"bandwidth": 10.0, "latency": 0.1}, "pairs": []},
+    }
     d.update(over)
     return d
 
 
 def test_pair_override_and_symmetric_flag(tmp_path):
-    data = spec(links={"default": {"bandwidth": 10.0, "latency": 0.1},
-                       "pairs": [{"src": "/device:CPU:0", "dst": "/device:GPU:0", "bandwidth": 5.0,
-                                  "symmetric": False}]})
+    data = spec(
+        links={
+            "default": {"bandwidth": 10.0, "latency": 0.1},
+            "pairs": [{"src": "/device:CPU:0", "dst": "/device:GPU:0", "bandwidth": 5.0, "symmetric": False}],
+        }
+    )
     path = tmp_path / "c.json"
     path.write_text(json.dumps(data))
     c = cl.load(str(path))
@@ -50,16 +58,28 @@ def test_pair_override_and_symmetric_flag(tmp_path):
     assert c.bandwidth[0, 1] == 5.0 and c.bandwidth[1, 0] == 10.0 and c.latency[0, 1] == 0.1
 
 
-@pytest.mark.parametrize("data,field", [
-    (spec(devices=[]), "devices"),
-    (spec(links={"default": {"bandwidth": -1.0}}), "links.default.bandwidth"),
-    (spec(links={"pairs": [{"src": "/device:CPU:0", "dst": "/device:GPU:0", "bandwidth": -5}]}),
-     "links.pairs[0].bandwidth"),
-    (spec(links={"pairs": [{"src": "/device:CPU:0", "dst": "/device:GPU:9"}]}), "links.pairs[0].dst"),
-    (spec(devices=[{"name": "a", "type": "GPU", "memory_bytes": 1}, {"name": "a", "type": "GPU", "memory_bytes": 1}]),
-     "duplicate device name 'a'"),
-    (spec(devices=[{"name": "a", "type": "GPU", "memory_bytes": 0}]), "devices[0].memory_bytes"),
-])
+@pytest.mark.parametrize(
+    "data,field",
+    [
+        (spec(devices=[]), "devices"),
+        (spec(links={"default": {"bandwidth": -1.0}}), "links.default.bandwidth"),
+        (
+            spec(links={"pairs": [{"src": "/device:CPU:0", "dst": "/device:GPU:0", "bandwidth": -5}]}),
+            "links.pairs[0].bandwidth",
+        ),
+        (spec(links={"pairs": [{"src": "/device:CPU:0", "dst": "/device:GPU:9"}]}), "links.pairs[0].dst"),
+        (
+            spec(
+                devices=[
+                    {"name": "a", "type": "GPU", "memory_bytes": 1},
+                    {"name": "a", "type": "GPU", "memory_bytes": 1},
+                ]
+            ),
+            "duplicate device name 'a'",
+        ),
+        (spec(devices=[{"name": "a", "type": "GPU", "memory_bytes": 0}]), "devices[0].memory_bytes"),
+    ],
+)
 def test_bad_specs_name_the_field(data, field):
     with pytest.raises(InputError, match=field.replace("[", r"\[").replace("]", r"\]")):
         cl.from_json(data, source="spec.json")

@@ -11,11 +11,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # a (1 s on GPU) -> b (2 s) -> c (3 s); 1e10 bytes from a to b.
 GRAPH = {
-    "format": "placer.opgraph", "version": 1, "name": "chain", "device_types": ["CPU", "GPU"],
-    "ops": [{"name": n, "type": "T", "output_shapes": [], "output_bytes": 0, "persistent_bytes": 0,
-             "colocation": "", "cost": {"CPU": 10.0, "GPU": c}} for n, c in (("a", 1.0), ("b", 2.0), ("c", 3.0))],
-    "edges": [{"src": "a", "dst": "b", "bytes": 10**10, "control": False},
-              {"src": "b", "dst": "c", "bytes": 0, "control": False}],
+    "format": "placer.opgraph",
+    "version": 1,
+    "name": "chain",
+    "device_types": ["CPU", "GPU"],
+    "ops": [
+        {
+            "name": n,
+            "type": "T",
+            "output_shapes": [],
+            "output_bytes": 0,
+            "persistent_bytes": 0,
+            "colocation": "",
+            "cost": {"CPU": 10.0, "GPU": c},
+        }
+        for n, c in (("a", 1.0), ("b", 2.0), ("c", 3.0))
+    ],
+    "edges": [
+        {"src": "a", "dst": "b", "bytes": 10**10, "control": False},
+        {"src": "b", "dst": "c", "bytes": 0, "control": False},
+    ],
 }
 
 
@@ -23,15 +38,28 @@ def placement(ops, devices=("/device:CPU:0", "/device:GPU:0", "/device:GPU:1")):
     from graphs import io
 
     g = io.from_json(GRAPH)
-    return {"format": "placer.placement", "version": 1, "graph": {"name": "chain", "fingerprint": g.fingerprint()},
-            "devices": list(devices), "ops": ops, "groups": None, "metadata": {}}
+    return {
+        "format": "placer.placement",
+        "version": 1,
+        "graph": {"name": "chain", "fingerprint": g.fingerprint()},
+        "devices": list(devices),
+        "ops": ops,
+        "groups": None,
+        "metadata": {},
+    }
 
 
 def run(tmp_path, *args):
     (tmp_path / "g.json").write_text(json.dumps(GRAPH))
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, "-m", "placer.measure_main", f"--graph={tmp_path / 'g.json'}", *args],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "placer.measure_main", f"--graph={tmp_path / 'g.json'}", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
 
 
 @pytest.fixture
@@ -51,7 +79,11 @@ def test_prints_step_time_and_writes_trace(tmp_path, good):
     assert "step time / lower bound = 1.17" in out.stdout
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert {e["args"]["name"] for e in events if e["ph"] == "M"} == {
-        "/device:CPU:0", "/device:GPU:0", "/device:GPU:1", "/device:GPU:0 -> /device:GPU:1"}
+        "/device:CPU:0",
+        "/device:GPU:0",
+        "/device:GPU:1",
+        "/device:GPU:0 -> /device:GPU:1",
+    }
 
 
 def expect_error(out, *words):
@@ -62,12 +94,23 @@ def expect_error(out, *words):
         assert w in lines[0]
 
 
-@pytest.mark.parametrize("spec,words", [
-    ({"name": "x", "devices": []}, ["devices"]),
-    ({"devices": [{"name": "/device:GPU:0", "type": "GPU", "memory_bytes": 1}],
-      "links": {"default": {"bandwidth": -1}}}, ["links.default.bandwidth"]),
-    ({"devices": [{"name": "/device:GPU:0", "type": "GPU", "memory_bytes": 1}] * 2}, ["duplicate", "/device:GPU:0"]),
-])
+@pytest.mark.parametrize(
+    "spec,words",
+    [
+        ({"name": "x", "devices": []}, ["devices"]),
+        (
+            {
+                "devices": [{"name": "/device:GPU:0", "type": "GPU", "memory_bytes": 1}],
+                "links": {"default": {"bandwidth": -1}},
+            },
+            ["links.default.bandwidth"],
+        ),
+        (
+            {"devices": [{"name": "/device:GPU:0", "type": "GPU", "memory_bytes": 1}] * 2},
+            ["duplicate", "/device:GPU:0"],
+        ),
+    ],
+)
 def test_bad_cluster(tmp_path, good, spec, words):
     (tmp_path / "c.json").write_text(json.dumps(spec))
     expect_error(run(tmp_path, f"--cluster={tmp_path / 'c.json'}", f"--placement={good}"), "c.json", *words)
@@ -81,8 +124,14 @@ def test_placement_of_wrong_length(tmp_path):
 
 def test_placement_naming_unknown_device(tmp_path):
     p = tmp_path / "p.json"
-    p.write_text(json.dumps(placement({"a": "/device:GPU:0", "b": "/device:GPU:7", "c": "/device:GPU:0"},
-                                      devices=("/device:GPU:0", "/device:GPU:7"))))
+    p.write_text(
+        json.dumps(
+            placement(
+                {"a": "/device:GPU:0", "b": "/device:GPU:7", "c": "/device:GPU:0"},
+                devices=("/device:GPU:0", "/device:GPU:7"),
+            )
+        )
+    )
     expect_error(run(tmp_path, "--cluster=k80x2", f"--placement={p}"), "/device:GPU:7")
 
 

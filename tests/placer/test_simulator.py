@@ -17,13 +17,24 @@ from placer.placement import Placement
 
 
 def two_gpus(memory=10_000, speed1=1.0):
-    return cl.make("t", [cl.Device("/device:GPU:0", "GPU", memory), cl.Device("/device:GPU:1", "GPU", memory, speed1)],
-                   bandwidth=100.0, latency=0.5)
+    return cl.make(
+        "t",
+        [cl.Device("/device:GPU:0", "GPU", memory), cl.Device("/device:GPU:1", "GPU", memory, speed1)],
+        bandwidth=100.0,
+        latency=0.5,
+    )
 
 
 def graph(names, edges, cost, **kw):
-    return OpGraph.create("g", names, ["T"] * len(names), edges, device_types=("GPU",),
-                          compute_cost=np.array(cost, dtype=float).reshape(-1, 1), **kw)
+    return OpGraph.create(
+        "g",
+        names,
+        ["T"] * len(names),
+        edges,
+        device_types=("GPU",),
+        compute_cost=np.array(cost, dtype=float).reshape(-1, 1),
+        **kw,
+    )
 
 
 CHAIN = graph(["a", "b", "c"], [("a", "b", 100), ("b", "c", 50)], [1, 2, 3], output_bytes=[100, 50, 10])
@@ -100,8 +111,14 @@ def test_out_of_memory_names_the_device():
 
 
 def test_unsupported_op_fails_and_names_it():
-    g = OpGraph.create("g", ["a", "b"], ["T", "T"], [("a", "b", 1)], device_types=("CPU", "GPU"),
-                       compute_cost=np.array([[1.0, 1.0], [1.0, np.nan]]))
+    g = OpGraph.create(
+        "g",
+        ["a", "b"],
+        ["T", "T"],
+        [("a", "b", 1)],
+        device_types=("CPU", "GPU"),
+        compute_cost=np.array([[1.0, 1.0], [1.0, np.nan]]),
+    )
     c = cl.make("c", [cl.Device("/device:CPU:0", "CPU", 100), cl.Device("/device:GPU:0", "GPU", 100)])
     assert simulate(g, c, np.array([1, 0])).ok
     r = simulate(g, c, np.array([0, 1]))
@@ -116,8 +133,12 @@ def test_colocation_split_is_an_error():
 
 
 def test_groups_run_back_to_back():
-    g = graph(["a", "b", "c", "d"], [("a", "b", 100), ("a", "c", 100), ("b", "d", 0), ("c", "d", 0)],
-              [1, 1, 2, 1], output_bytes=[100, 0, 0, 0])
+    g = graph(
+        ["a", "b", "c", "d"],
+        [("a", "b", 100), ("a", "c", 100), ("b", "d", 0), ("c", "d", 0)],
+        [1, 1, 2, 1],
+        output_bytes=[100, 0, 0, 0],
+    )
     sim = Simulator(g, two_gpus(), op_group=[0, 0, 1, 2])
     # Groups {a,b} GPU0 0-2; {c} GPU1 needs a's tensor, sent when the group ends: 2-3.5, c 3.5-5.5;
     # d on GPU0 needs c (0 bytes, one latency): 5.5-6.0, d 6-7.
@@ -133,17 +154,25 @@ def test_batch_and_heap_engines_agree_on_random_graphs():
     rng = np.random.default_rng(0)
     n = 40
     names = [f"o{i}" for i in range(n)]
-    edges = [(names[j], names[i], int(rng.integers(0, 500))) for i in range(1, n)
-             for j in set(rng.integers(0, i, size=2).tolist())]
-    g = graph(names, edges, rng.uniform(0.1, 2, n), output_bytes=rng.integers(0, 500, n),
-              persistent_bytes=rng.integers(0, 50, n))
+    edges = [
+        (names[j], names[i], int(rng.integers(0, 500)))
+        for i in range(1, n)
+        for j in set(rng.integers(0, i, size=2).tolist())
+    ]
+    g = graph(
+        names,
+        edges,
+        rng.uniform(0.1, 2, n),
+        output_bytes=rng.integers(0, 500, n),
+        persistent_bytes=rng.integers(0, 50, n),
+    )
     c = cl.make("c", [cl.Device(f"/device:GPU:{i}", "GPU", 10**6, 1.0 + i) for i in range(3)], 300.0, 0.1)
     grp = np.arange(n) // 4
     batch = rng.integers(0, 3, size=(20, grp.max() + 1))
     for op_group, b in ((grp, batch), (None, batch[:, grp])):
         fast = Simulator(g, c, op_group=op_group, batch_min=1).measure_devices(b)
         slow = Simulator(g, c, op_group=op_group, batch_min=10**9).measure_devices(b)
-        for x, y in zip(fast, slow):
+        for x, y in zip(fast, slow, strict=True):
             assert x.step_time == y.step_time
             np.testing.assert_array_equal(x.peak_memory, y.peak_memory)
             np.testing.assert_array_equal(x.busy_time, y.busy_time)
@@ -160,8 +189,12 @@ def test_chrome_trace_rows_per_device_and_link(tmp_path):
     r = simulate(CHAIN, two_gpus(), np.array([0, 1, 0]), trace=True)
     t = trace.to_chrome_trace(r, CHAIN, two_gpus())
     rows = {e["tid"]: e["args"]["name"] for e in t["traceEvents"] if e["ph"] == "M"}
-    assert sorted(rows.values()) == ["/device:GPU:0", "/device:GPU:0 -> /device:GPU:1",
-                                     "/device:GPU:1", "/device:GPU:1 -> /device:GPU:0"]
+    assert sorted(rows.values()) == [
+        "/device:GPU:0",
+        "/device:GPU:0 -> /device:GPU:1",
+        "/device:GPU:1",
+        "/device:GPU:1 -> /device:GPU:0",
+    ]
     ops = [e for e in t["traceEvents"] if e["ph"] == "X" and "op" in e["args"]]
     assert {e["args"]["op"]: (e["tid"], e["ts"], e["dur"]) for e in ops}["b"] == (1, 2.5e6, 2e6)
     path = tmp_path / "t.json"
