@@ -167,6 +167,8 @@ def _row(m, cluster) -> dict:
 
 def check_model(spec: str, cluster, steps: int, warmup: int, seed: int) -> dict:
     """Profiles, places, measures and simulates one model; returns its result record."""
+    import numpy as np  # noqa: PLC0415
+
     import models  # noqa: PLC0415
     from graphs import costs, extract  # noqa: PLC0415
     from placer import configs_util  # noqa: PLC0415
@@ -176,10 +178,14 @@ def check_model(spec: str, cluster, steps: int, warmup: int, seed: int) -> dict:
     t0 = time.time()
     model = models.build(configs_util.load_config(spec).model)
     graph = extract.extract(model.metagraph, name=model.name)
-    graph = costs.profiled_costs(model, graph, steps=steps, warmup=warmup, device_types=("CPU", "GPU"))
+    gpu = costs.profiled_costs(model, graph, steps=steps, warmup=warmup, device_types=("GPU",))
+    # The CPU column only prices the few ops a GPU placement leaves on the host: one step is enough.
+    cpu = costs.profiled_costs(model, graph, steps=1, warmup=1, device_types=("CPU",))
+    graph = graph.with_costs(("CPU", "GPU"), np.stack([cpu.cost_for("CPU"), gpu.cost_for("GPU")], axis=1))
     rec = {"model": spec, "ops": graph.num_ops, "profile_s": time.time() - t0, "placements": {}}
     sim = Simulator(graph, cluster)
-    session = SessionMeasurer(model, graph, cluster, warmup=warmup, steps=steps, timeout_s=120.0)
+    # Rewrites off, as in profiling: the session runs the ops the costs describe.
+    session = SessionMeasurer(model, graph, cluster, warmup=warmup, steps=steps, timeout_s=120.0, rewrite=False)
     for name, p in placements_for(graph, cluster, seed).items():
         if isinstance(p, str):
             rec["placements"][name] = {"skipped": p}
@@ -197,7 +203,7 @@ def check_model(spec: str, cluster, steps: int, warmup: int, seed: int) -> dict:
 
 
 def _fmt_step(row: dict) -> str:
-    return f"{row['step_time_s']:.4f}" if row.get("step_time_s") is not None else (row.get("failure") or "-")
+    return f"{row['step_time_s']:.4g}" if row.get("step_time_s") is not None else (row.get("failure") or "-")
 
 
 def _ratio(entry: dict) -> str:
@@ -215,8 +221,9 @@ def format_line(spec: str, name: str, entry: dict) -> str:
         return f"{spec:<24} {name:<11} {entry['skipped']}"
     se, si = entry["session"], entry["simulator"]
     return (
-        f"{spec:<24} {name:<11} session {_fmt_step(se):>9} s  simulator {_fmt_step(si):>9} s  "
+        f"{spec:<24} {name:<11} session (s) {_fmt_step(se):>9}  simulator (s) {_fmt_step(si):>9}  "
         f"sim/session {_ratio(entry):>5}  peak GPU GiB {_peak_gib(se)} / {_peak_gib(si)}"
+        + "".join(f"\n    {k}: {r['message'][:200]}" for k, r in (("session", se), ("simulator", si)) if r["failure"])
     )
 
 
@@ -264,9 +271,13 @@ def run_check(specs, steps: int, warmup: int, memory_mb: int, budget_s: float, s
     if not gpus:
         print("no GPU: skipped (TensorFlow sees no GPU on this machine)", flush=True)
         return 0
-    details = tf.config.experimental.get_device_details(gpus[0])
     mb = logical_memory_mb(memory_mb, gpu_total_mb())
-    names = split_gpu(mb)
+    try:
+        names = split_gpu(mb)  # before anything initialises the GPU
+    except RuntimeError as e:
+        print(f"gpu_check: cannot split GPU 0 into {NUM_LOGICAL_GPUS} logical GPUs: {e}", flush=True)
+        return 1
+    details = tf.config.experimental.get_device_details(gpus[0])
     print(f"GPU 0 ({details.get('device_name', '?')}) split into {names} of {mb} MiB each", flush=True)
     cluster = check_cluster(mb)
     result = {"gpu": details.get("device_name", "GPU 0"), "memory_mb": mb, "steps": steps, "models": []}

@@ -10,8 +10,10 @@ from graphs.errors import InputError
 
 def run_main(main: Callable[[list[str]], None]) -> None:
     """Runs an absl `main`, turning InputError into one stderr line and exit status 2."""
-    from absl import app  # noqa: PLC0415
+    from absl import app, flags  # noqa: PLC0415
 
+    # TF's checkpointing logs at INFO through absl; show warnings and up unless --verbosity asks.
+    flags.FLAGS.set_default("verbosity", -1)
     started = []
 
     def wrapped(argv):

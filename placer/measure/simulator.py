@@ -290,13 +290,16 @@ class Simulator:
         moved = nbytes.sum((1, 2))
         coloc = self._colocation_errors(units, dev)
         res = []
+        any_bad = bad.any(1).tolist()
+        any_over = (peak > self.memory).any(1).tolist()
+        step_l, moved_l = step.tolist(), moved.tolist()
         for i in range(k):
-            fail, msg, st = None, "", float(step[i])
-            if bad[i].any():
+            fail, msg, st = None, "", step_l[i]
+            if any_bad[i]:
                 fail, msg = UNSUPPORTED, self._unsupported_message(units, dev[i][units.op_unit], bad[i])
             elif coloc[i]:
                 fail, msg = ERROR, coloc[i]
-            else:
+            elif any_over[i]:
                 over = np.flatnonzero(peak[i] > self.memory)
                 if len(over):
                     d = int(over[0])
@@ -308,7 +311,7 @@ class Simulator:
             if fail is not None:
                 st = float("inf")
             extra = self._trace(units, dev[i], s, i, nbytes[i]) if trace else {}
-            res.append(SimResult(st, busy[i], peak[i], float(moved[i]), fail, msg, **extra))
+            res.append(SimResult(st, busy[i], peak[i], moved_l[i], fail, msg, **extra))
         return res
 
     def _colocation_errors(self, units: Units, dev: np.ndarray) -> list[str]:

@@ -74,7 +74,8 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
 
     Args:
       graph: the op graph.
-      op_unit: [n_ops] int unit index per op, units numbered 0..U-1.
+      op_unit: [n_ops] int group per op, groups numbered 0..G-1; groups on a
+        cycle of the group graph are split into several units (`split_cycles`).
 
     Returns:
       The placement-independent tables of the unit graph.
@@ -173,7 +174,9 @@ def split_cycles(group: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[n
     from scipy.sparse import csr_matrix  # noqa: PLC0415
     from scipy.sparse.csgraph import connected_components  # noqa: PLC0415
 
-    n_groups = int(group.max()) + 1
+    n_groups = int(group.max()) + 1 if len(group) else 0
+    if n_groups == 0:
+        return group, np.arange(0)
     gs, gd = group[src], group[dst]
     adj = csr_matrix((np.ones(len(src)), (gs, gd)), shape=(n_groups, n_groups))
     _, comp = connected_components(adj, directed=True, connection="strong")

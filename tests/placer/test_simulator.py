@@ -200,3 +200,12 @@ def test_chrome_trace_rows_per_device_and_link(tmp_path):
     path = tmp_path / "t.json"
     trace.write_chrome_trace(str(path), r, CHAIN, two_gpus())
     assert len(json.loads(path.read_text())["traceEvents"]) == len(t["traceEvents"])
+
+
+def test_group_cycle_through_colocation_is_split():
+    # Groups {v, u} (a variable's read and update) and {a, g} (forward and gradient) form a cycle.
+    g = graph(["v", "a", "g", "u"], [("v", "a", 100), ("a", "g", 0), ("g", "u", 100), ("v", "u", 0)], [1, 1, 1, 1])
+    sim = Simulator(g, two_gpus(), op_group=[0, 1, 1, 0])
+    assert sim._units_for(sim.op_group).num_units == 3  # {v}, {a, g}, {u}
+    # v 0-1 on GPU0; to GPU1 1-2.5; a, g 2.5-4.5; back to GPU0 4.5-6; u 6-7.
+    assert sim.measure_devices(np.array([[0, 1]]))[0].step_time == pytest.approx(7.0)
