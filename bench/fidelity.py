@@ -3,9 +3,10 @@
   .venv/bin/python -m bench.fidelity [--models=configs/nmt.py:tiny,configs/nmt.py]
       [--profile_steps=1] [--session_steps=1] [--warmup=1] [--tiny_steps=50] [--inter_op_threads=1]
 
-About 7 minutes on 2 shared cores: one paper-size NMT step takes about a
-minute there, hence one profiled and one timed step of it (each after one
-warm-up step); tiny variants get `--tiny_steps` of each.
+2 to 7 minutes on 2 shared cores: one paper-size NMT step takes 15 to 60 s
+there, depending on the other jobs, hence one profiled and one timed step
+of it (each after one warm-up step); tiny variants get `--tiny_steps` of
+each.
 
 1. For each model: per-op costs profiled on this machine's CPU
    (graphs.costs.profiled_costs: warm-up traced steps dropped, median per op
@@ -335,16 +336,18 @@ def main(argv) -> None:
         "Single-device step time: per-op costs profiled on this machine's CPU (`graphs.costs.profiled_costs`, "
         "warm-up steps dropped, median per op of the traced steps), every op on `/device:CPU:0`, simulated "
         "(`placer.measure.simulator`) against the same placement run in a session (`SessionMeasurer`, Grappler "
-        "rewrites off as in profiling, median of the timed steps; paper-size steps take about a minute here, "
-        "hence few of them).",
+        "rewrites off as in profiling, median of the timed steps; a paper-size step takes 15 to 60 s here depending on the other jobs, "
+        f"hence {_PROFILE_STEPS.value} profiled and {_SESSION_STEPS.value} timed step(s) after "
+        f"{_WARMUP.value} warm-up step(s); tiny variants {_TINY_STEPS.value} of each after 2).",
         "",
         "Parallelism: the simulator runs one op at a time per device, TF's executor runs independent ops at once "
         "on its inter-op pool. Rows with a 1-thread inter-op pool (TF_NUM_INTEROP_THREADS=1 for profiling and "
         "session alike) are the comparison: ops then run one after another, each kernel still using all cores; "
         "the TF-default row shows what the default pool does to both sides.",
         "",
-        "Two cost sources: `profiled_costs` runs its own session minutes before the measurement, so on this "
-        "shared machine the load can differ between the two; the second simulated column takes the per-op "
+        "Two cost sources: `profiled_costs` runs its own session a minute or two before the measurement, and "
+        "on this shared machine the load (and so the time of one step) can change by tens of percent in that "
+        "time, either way; the second simulated column takes the per-op "
         "times from the traced step the measuring session runs right after its timed steps, which leaves "
         "out that drift and shows the simulator's own error. A trace records kernels, not the executor's work "
         "between ops, and tracing stretches ops a little: both are in these errors.",

@@ -276,6 +276,7 @@ def group(
     target_groups: int = 0,
     colocate_gradients: bool = True,
     cycle_closure_ops: int = CYCLE_CLOSURE_OPS,
+    op_colors: np.ndarray | None = None,
 ) -> Grouping:
     """Groups the ops of `graph` with the paper's co-location heuristics (see the module doc).
 
@@ -291,12 +292,17 @@ def group(
       cycle_closure_ops: a colocated op (or update op) whose merge would
         close a cycle also takes the groups on the paths between when they
         hold at most this many ops; otherwise it is tied.
+      op_colors: [n_ops] a colour per op (e.g. the device a baseline gave
+        it; -1 = none): ops of different colours never share a group, so that
+        placement stays expressible group by group. Colocated ops must share
+        a colour.
 
     Returns:
       The grouping: acyclic, every colocation set within one tie class;
       deterministic for a given graph.
     """
-    m = Merger(graph.num_ops, graph.edge_src, graph.edge_dst, edge_bytes=graph.edge_bytes, max_weight=max_group_ops)
+    m = Merger(graph.num_ops, graph.edge_src, graph.edge_dst, edge_bytes=graph.edge_bytes, max_weight=max_group_ops,
+               colors=op_colors)
     by_key: dict[str, list[int]] = {}
     for i, key in enumerate(graph.colocation.tolist()):
         if key:
@@ -318,12 +324,13 @@ def group(
         m.merge_single_successor_groups()
     grouping = Grouping.from_labels(graph, m.labels(), m.tie_labels())
     if target_groups and grouping.num_groups > target_groups:
-        grouping = coarsen(graph, grouping, target_groups, max_group_ops=max_group_ops)
+        grouping = coarsen(graph, grouping, target_groups, max_group_ops=max_group_ops, op_colors=op_colors)
     return grouping
 
 
 def coarsen(
-    graph: OpGraph, grouping: Grouping, target_groups: int, *, max_group_ops: int = 0, balance: float = BALANCE
+    graph: OpGraph, grouping: Grouping, target_groups: int, *, max_group_ops: int = 0, balance: float = BALANCE,
+    op_colors: np.ndarray | None = None,
 ) -> Grouping:
     """Merges adjacent groups of an acyclic grouping until at most `target_groups` remain.
 
@@ -342,6 +349,7 @@ def coarsen(
         placement puts on one device) made by joining two ties, holds at most
         `balance` times the mean ops per target group, n_ops / target_groups;
         0 = no such cap.
+      op_colors: [n_ops] colours (see `group`); groups of different colours never merge.
 
     Returns:
       The coarser grouping.
@@ -355,6 +363,7 @@ def coarsen(
         edge_bytes=grouping.edge_bytes,
         weights=grouping.sizes(),
         max_weight=max_group_ops,
+        colors=None if op_colors is None else _group_colors(grouping, op_colors),
     )
     for g, leader in enumerate(grouping.tie.tolist()):
         m.tie(g, leader)
@@ -362,6 +371,13 @@ def coarsen(
     m.coarsen(target_groups, balance_cap=balance_cap)
     op_group = grouping.op_group.astype(np.int64)
     return Grouping.from_labels(graph, m.labels()[op_group], m.tie_labels()[op_group])
+
+
+def _group_colors(grouping: Grouping, op_colors: np.ndarray) -> np.ndarray:
+    """[G] the colour of each group: the largest colour among its ops (-1 when none)."""
+    colors = np.full(grouping.num_groups, -1, dtype=np.int64)
+    np.maximum.at(colors, grouping.op_group, np.asarray(op_colors, dtype=np.int64))
+    return colors
 
 
 def _merge_gradients(graph: OpGraph, m: Merger, closure_ops: int) -> None:

@@ -53,6 +53,8 @@ class Merger:
       edge_bytes: [E] bytes per edge (summed over parallel edges); default 0.
       weights: [n] size of each node (ops); default 1 each.
       max_weight: cap on the total weight of a group; 0 = none.
+      colors: [n] a colour per node (-1 = none); groups of two different
+        colours never merge (used to keep a given placement expressible).
     """
 
     def __init__(
@@ -64,8 +66,10 @@ class Merger:
         edge_bytes: np.ndarray | None = None,
         weights: np.ndarray | None = None,
         max_weight: int = 0,
+        colors: np.ndarray | None = None,
     ):
         n = int(num_nodes)
+        self.color = [-1] * n if colors is None else [int(c) for c in colors]
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         b = np.zeros(len(src), np.int64) if edge_bytes is None else np.asarray(edge_bytes, dtype=np.int64)
@@ -130,6 +134,8 @@ class Merger:
         merged = self.size[ga] + self.size[gb]
         if (self.cap and merged > self.cap) or (balance_cap and merged > balance_cap):
             return False
+        if not self._same_color(ga, gb):
+            return False
         ta, tb = self.tie_find(ga), self.tie_find(gb)
         if ta == tb or self.tcount[ta] == 1 or self.tcount[tb] == 1:
             return True
@@ -165,11 +171,17 @@ class Merger:
         multi = {t for t in (self.tie_find(x) for x in [ga, gb, *between]) if self.tcount[t] > 1}
         if len(multi) > 1:
             return False
+        if len({self.color[x] for x in [ga, gb, *between]} - {-1}) > 1:
+            return False
         # In topological order each merge is admissible and closes no cycle:
         # every group on a path from the growing group to x is already in it.
         for x in [*between, gb]:
             self._merge_roots(self.find(ga), x)
         return True
+
+    def _same_color(self, ga: int, gb: int) -> bool:
+        ca, cb = self.color[ga], self.color[gb]
+        return ca < 0 or cb < 0 or ca == cb
 
     def labels(self) -> np.ndarray:
         """Returns [n] the group root of every node."""
@@ -319,6 +331,8 @@ class Merger:
         pred[big].pop(small, None)
         self.parent[small] = big
         self.size[big] += self.size[small]
+        if self.color[big] < 0:
+            self.color[big] = self.color[small]
         self.num_groups -= 1
         self.tie(big, small)
         self.tcount[self.tie_find(big)] -= 1

@@ -90,13 +90,15 @@ def op_device_ok(graph: OpGraph, cluster: Cluster) -> np.ndarray:
     return np.stack([~np.isnan(graph.cost_for(d.type)) for d in cluster.devices], axis=1)
 
 
-def make_problem(graph: OpGraph, cluster: Cluster, placer_config):
+def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.ndarray | None = None):
     """Groups the graph and builds the policy's inputs.
 
     Args:
       graph: cost-annotated OpGraph.
       cluster: the target cluster.
       placer_config: `config.placer` (its grouping section is used).
+      op_colors: [n_ops] device per op of a placement that must stay
+        expressible group by group (the warm start's), or None.
 
     Returns:
       (placer.reinforce.Problem, graphs.grouping.Grouping)
@@ -107,13 +109,13 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config):
 
     gc = placer_config.grouping
     groups = grouping.group(graph, merge_single_consumer=gc.merge_single_consumer, max_group_ops=gc.max_group_ops,
-                            target_groups=gc.get("target_groups", 0))
+                            target_groups=gc.get("target_groups", 0), op_colors=op_colors)
     feats = features.features(graph, groups)
-    leader = getattr(groups, "tie", None)
-    leader = np.arange(groups.num_groups, dtype=np.int32) if leader is None else np.asarray(leader, np.int32)
+    leader = np.asarray(groups.tie, np.int32)
     # A tie class can only go where all of its groups can run.
     allowed = rl_math.group_device_mask(leader[groups.op_group], groups.num_groups, op_device_ok(graph, cluster))
     problem = Problem(graph=graph, op_group=np.asarray(groups.op_group), type_ids=np.asarray(feats.type_ids),
                       features=np.asarray(feats.matrix(), dtype=np.float32), vocab_size=len(feats.vocab),
-                      device_names=cluster.device_names, allowed=allowed[leader], leader=leader)
+                      device_names=cluster.device_names, allowed=allowed[leader], leader=leader,
+                      op_level=placer_config.train.get("measure_op_level", True))
     return problem, groups

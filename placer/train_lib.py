@@ -58,19 +58,28 @@ def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False
     loaded = pipeline.load_graph(cluster, config=None if graph_path else config, graph_path=graph_path,
                                  need_model=kind != "sim")
     graph = loaded.graph
-    problem, groups = pipeline.make_problem(graph, cluster, config.placer)
     model = loaded.model
     measurer = registry.make_measurer(kind, graph, cluster, model=model,
                                       metagraph=None if model is None else model.metagraph)
-    log(f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups, {cluster.num_devices} devices "
-        f"({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s")
+    tc = config.placer.train
+    warm = None
+    if tc.warm_start:  # deterministic, so a resumed search gets the same groups
+        warm = best_baseline(graph, cluster, measurer, tc.warm_start, seed, log)
+    problem, groups = pipeline.make_problem(graph, cluster, config.placer,
+                                            op_colors=None if warm is None else warm[1].devices)
+    log(f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
+        f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s")
     trainer = Trainer(problem, measurer, config.placer, workdir, seed=seed,
                       metadata={"cluster": cluster.name, "measure": kind})
     start = trainer.restore() if resume else 0
     if resume:
         log(f"resumed at step {start}, best so far {float(trainer.best_time.numpy()):.4f} s")
-    elif config.placer.train.warm_start:
-        warm_start(trainer, problem, graph, cluster, measurer, config.placer.train, seed, log)
+    elif warm is not None:
+        target = np.zeros(problem.num_groups, np.int32)
+        np.maximum.at(target, problem.op_group, warm[1].devices)
+        nll = trainer.warm_start(target[problem.leader], tc.warm_start_steps, tc.warm_start_learning_rate)
+        log(f"warm start: imitated {warm[1].metadata.get('method')} ({warm[0]:.4f} s) for "
+            f"{tc.warm_start_steps} steps, final NLL {nll:.3f}")
     t_train = time.time()
     reached: list[tuple[int, float, float]] = []  # (step, seconds, best) whenever best improved
 
@@ -98,6 +107,8 @@ def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False
         "train_seconds": wall,
         "seconds_to_within_5pct": _time_to_within(reached, best, 0.05),
         "steps_per_second": (int(trainer.step.numpy()) - start) / max(wall, 1e-9),
+        "samples_per_step": int(tc.samples_per_step),
+        "warm_start": None if warm is None else {"method": warm[1].metadata.get("method"), "step_time": warm[0]},
         "last_step": last,
     }
     atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
@@ -110,18 +121,16 @@ def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False
     return summary
 
 
-def warm_start(trainer, problem, graph, cluster, measurer, tc, seed: int, log=print) -> str | None:
-    """Pre-trains the policy on the fastest of the `tc.warm_start` baselines.
+def best_baseline(graph, cluster, measurer, methods: str, seed: int, log=print):
+    """The fastest of the named baselines (comma-separated) as measured by `measurer`.
 
     Returns:
-      The name of the imitated baseline, or None when none of them ran.
+      (step time in seconds, Placement), or None when none of them ran.
     """
     from baselines import registry  # noqa: PLC0415
-    from placer import rl_math  # noqa: PLC0415
 
-    names = [n.strip() for n in tc.warm_start.split(",") if n.strip()]
     placements = []
-    for name in names:
+    for name in [n.strip() for n in methods.split(",") if n.strip()]:
         try:
             placements.append(registry.get(name)(graph, cluster, seed=seed))
         except InputError as e:
@@ -131,15 +140,7 @@ def warm_start(trainer, problem, graph, cluster, measurer, tc, seed: int, log=pr
     if not ok:
         log("warm start: no baseline placement ran; starting from a uniform policy")
         return None
-    t, best = min(ok, key=lambda x: x[0])
-    weight = np.nan_to_num(np.nanmax(graph.compute_cost, axis=1, initial=0.0)) if graph.compute_cost.size else \
-        np.zeros(graph.num_ops)
-    target = rl_math.group_devices_from_ops(best.devices, problem.op_group, problem.leader, weight,
-                                            len(problem.device_names), problem.allowed)
-    nll = trainer.warm_start(target, tc.warm_start_steps)
-    method = best.metadata.get("method", "?")
-    log(f"warm start: imitated {method} ({t:.4f} s) for {tc.warm_start_steps} steps, final NLL {nll:.3f}")
-    return method
+    return min(ok, key=lambda x: x[0])
 
 
 def _time_to_within(reached, best: float, tol: float) -> float | None:

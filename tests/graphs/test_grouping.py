@@ -341,3 +341,15 @@ def test_invariants_on_tiny_models(spec):
         assert gr.sizes().max() < 0.1 * g.num_ops
         if target:
             assert gr.num_groups < 4 * target
+
+
+def test_colors_keep_a_given_placement_expressible():
+    # A chain a -> b -> c -> d collapses into one group by single-consumer
+    # merges; colouring a, b with 0 and c, d with 1 keeps two groups.
+    g = OpGraph.create("chain", list("abcd"), ["T"] * 4, [("a", "b", 8), ("b", "c", 8), ("c", "d", 8)])
+    assert group(g).num_groups == 1
+    colored = group(g, op_colors=np.array([0, 0, 1, 1]))
+    assert colored.num_groups == 2
+    assert colored.op_group[0] == colored.op_group[1] != colored.op_group[2] == colored.op_group[3]
+    # Coarsening respects colours too.
+    assert group(g, target_groups=1, op_colors=np.array([0, 0, 1, 1])).num_groups == 2
