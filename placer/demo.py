@@ -14,7 +14,8 @@ from placer import cli
 
 _CONFIG = flags.DEFINE_string("config", "configs/nmt.py", "Model config file (with an optional :variant).")
 _CLUSTER = flags.DEFINE_string("cluster", "k80x4", "Cluster preset or JSON file.")
-_STEPS = flags.DEFINE_integer("steps", 150, "RL steps.")
+_STEPS = flags.DEFINE_integer("steps", 400, "RL steps at most.")
+_MINUTES = flags.DEFINE_float("minutes", 2.5, "Wall-time budget of the RL search.")
 _WORKDIR = flags.DEFINE_string("workdir", "out/demo", "Output folder; an earlier demo there is replaced.")
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 
@@ -33,18 +34,19 @@ def main(argv):
     config.measure = "sim"
     if os.path.exists(os.path.join(_WORKDIR.value, "run.json")):
         shutil.rmtree(_WORKDIR.value)
-    summary = train_lib.run(config, workdir=_WORKDIR.value, steps=_STEPS.value, seed=_SEED.value)
+    summary = train_lib.run(config, workdir=_WORKDIR.value, steps=_STEPS.value, seed=_SEED.value,
+                            max_seconds=60 * _MINUTES.value)
     cluster = cluster_lib.load(config.cluster)
     graph = pipeline.load_graph(cluster, config=config).graph
     sim = Simulator(graph, cluster)
     rows = [("rl", summary["best_step_time"])]
-    for name in ("single_gpu", "expert"):
+    for name in ("single_gpu", "expert", "m_sct"):
         placement = registry.get(name)(graph, cluster, seed=_SEED.value)
         m = sim.measure([placement])[0]
         rows.append((name, m.step_time if m.ok else None, m.failure))
     print()
     print(f"{'method':<12} {'step time (s)':>14} {'speedup vs expert':>18}")
-    expert = rows[2][1]
+    expert = dict((r[0], r[1]) for r in rows)["expert"]
     for row in rows:
         t = row[1]
         if t is None:

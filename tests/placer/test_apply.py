@@ -256,10 +256,12 @@ def test_round_trip_runs_every_traced_op_on_its_device(round_trip):
     assert set(r["not_traced_types"]) <= {"Const", "Shape"}
 
 
-def test_raw_placement_moves_exactly_the_predicted_resource_readers(round_trip):
+def test_placement_honouring_extracted_colocation_runs_where_placed(round_trip):
+    # Extraction gives every op that takes a variable's handle the variable's
+    # colocation key, so a placement that keeps keys together leaves TF's
+    # placer nothing to move.
     r = round_trip["raw"]
-    assert r["followers"]  # a random placement splits reads from their variables
-    moved_in_step = {op: tuple(v) for op, v in r["moved"].items()}
-    assert moved_in_step
-    assert all(r["followers"][op] == got for op, (_, got) in moved_in_step.items())
+    assert len(r["devices_used"]) == 4
+    assert r["followers"] == {}
+    assert r["moved"] == {}
     assert r["fused"] == {}
