@@ -16,9 +16,13 @@ TensorFlow's placer moves one kind of op on its own, whatever the placement
 says and even with soft placement off: an op that takes a resource handle
 (ReadVariableOp, ResourceGather, ResourceApply*, ...) runs on the device of
 the op that made the handle (the variable), because a resource lives on one
-device (TF's colocation_graph.cc, ColocateResourceAndRefEdges).
-`resource_followers` predicts these moves and `follow_resources` returns
-the placement TF will actually run.
+device (TF's colocation_graph.cc, ColocateResourceAndRefEdges). Extraction
+gives such ops the variable's colocation key, so `validate` rejects a
+placement that splits them (with the TF graph it names the resource).
+Placements made from graphs extracted before that rule (same fingerprint,
+no such keys) may split them: `resource_followers` predicts TF's moves and
+`follow_resources` returns the placement TF will actually run, which
+`validate` accepts.
 """
 
 from __future__ import annotations
@@ -134,6 +138,7 @@ def validate(
     *,
     device_map: dict[str, str] | None = None,
     source: str = "placement",
+    tf_graph: tf.Graph | None = None,
 ) -> None:
     """Checks that `placement` can run `graph` on this machine.
 
@@ -143,13 +148,18 @@ def validate(
       available_devices: device names this machine has.
       device_map: placement device -> local device, applied first.
       source: the placement's file name, for messages.
+      tf_graph: the model's TF graph; if given, ops taking a resource placed
+        on another device than the resource are reported as such (TF would
+        run them on the resource's device), whatever the OpGraph's
+        colocation keys say.
 
     Raises:
       InputError: ops of the placement missing from the graph or graph ops
         missing from the placement; a fingerprint mismatch; an unknown
-        device-map source; devices this machine lacks; ops sharing a
-        colocation key on different devices; ops on a device type that has
-        no kernel for them. Each message names the first few offenders.
+        device-map source; devices this machine lacks; ops taking a resource
+        from another device (with `tf_graph`); ops sharing a colocation key
+        on different devices; ops on a device type that has no kernel for
+        them. Each message names the first few offenders.
     """
     ops, graph_ops = set(placement.op_names), set(graph.names)
     extra = [n for n in placement.op_names if n not in graph_ops]
@@ -173,6 +183,15 @@ def validate(
             f"{source}: devices {_names(lacking)} are not on this machine "
             f"(it has {', '.join(sorted(local))}); retarget them with --device_map"
         )
+    if tf_graph is not None:
+        split = resource_splits(where, tf_graph)
+        if split:
+            shown = [f"{op} on {where[op]}, its resource {res} on {where[res]}" for op, res in split]
+            raise InputError(
+                f"{source}: {len(split)} ops take a resource placed on another device, and TF always runs "
+                f"such an op on the resource's device (the variable's device): {_names(shown)}; "
+                "placer.apply.follow_resources moves them there"
+            )
     devs = [where[n] for n in graph.names]
     seen: dict[str, str] = {}
     broken = []
@@ -273,6 +292,35 @@ def device_fn(placement: Placement, device_map: dict[str, str] | None = None) ->
     return DeviceFunction(placement, device_map)
 
 
+def _takes_resource(t: tf.Tensor) -> bool:
+    return t.dtype == tf.resource or t.dtype._is_ref_dtype  # noqa: SLF001
+
+
+def resource_splits(where: dict[str, str], tf_graph: tf.Graph) -> list[tuple[str, str]]:
+    """Ops placed on another device than a resource (or ref) tensor they take.
+
+    TF's placer runs each of them on the resource's device instead. Function
+    calls (RESOURCE_EXEMPT) forward handles and are not counted.
+
+    Args:
+      where: op name -> device; ops it does not name are not checked.
+      tf_graph: the model's graph (for tensor dtypes).
+
+    Returns:
+      (op name, name of the op producing the resource), in graph order.
+    """
+    out = []
+    for op in tf_graph.get_operations():
+        if op.type in RESOURCE_EXEMPT or op.name not in where:
+            continue
+        for t in op.inputs:
+            src = t.op.name
+            if _takes_resource(t) and src in where and device_name(where[src]) != device_name(where[op.name]):
+                out.append((op.name, src))
+                break
+    return out
+
+
 def resource_followers(where: dict[str, str], tf_graph: tf.Graph) -> dict[str, str]:
     """Predicts the ops TF's placer moves to the device of a resource they take.
 
@@ -320,7 +368,7 @@ def resource_followers(where: dict[str, str], tf_graph: tf.Graph) -> dict[str, s
         if op.type in RESOURCE_EXEMPT:
             continue
         for t in op.inputs:
-            if t.dtype == tf.resource or t.dtype._is_ref_dtype:  # noqa: SLF001
+            if _takes_resource(t):
                 merge(t.op.name, op.name)
     out = {}
     for op in ops:

@@ -60,6 +60,8 @@ class Verification:
         the BiasAdd's name on the MatMul's device).
       not_in_step: ops of the placement one training step does not run.
       not_traced: ops of the step missing from the trace (optimised away).
+      fused_into: for each op in `fused`, the op type that ran under its
+        name (e.g. "_FusedMatMul").
     """
 
     checked: int
@@ -67,6 +69,7 @@ class Verification:
     fused: dict[str, tuple[str, str]]
     not_in_step: list[str]
     not_traced: list[str]
+    fused_into: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -152,7 +155,7 @@ def verify(expected: dict[str, str], result: RunResult) -> Verification:
     """
     ran = session_lib.ran_on(result.run_metadata)
     types = traced_types(result.run_metadata)
-    moved, fused, not_in_step, not_traced = {}, {}, [], []
+    moved, fused, fused_into, not_in_step, not_traced = {}, {}, {}, [], []
     checked = 0
     for op, want in expected.items():
         got = ran.get(op)
@@ -163,7 +166,9 @@ def verify(expected: dict[str, str], result: RunResult) -> Verification:
         if device_name(got) != device_name(want):
             rewritten = op in types and op in result.op_types and types[op] != result.op_types[op]
             (fused if rewritten else moved)[op] = (device_name(want), device_name(got))
-    return Verification(checked, moved, fused, not_in_step, not_traced)
+            if rewritten:
+                fused_into[op] = types[op]
+    return Verification(checked, moved, fused, not_in_step, not_traced, fused_into)
 
 
 def device_summary(expected: dict[str, str], result: RunResult) -> dict[str, dict]:

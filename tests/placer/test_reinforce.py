@@ -41,7 +41,7 @@ def config(steps_between_checkpoints=1000):
     c.grouping.merge_single_consumer = False  # one group per op: the policy must learn the chains
     c.policy.hidden_size = 32
     c.train.learning_rate = 0.02
-    c.train.samples_per_step = 4
+    c.train.samples_per_step = 16  # converged within 70 steps on seeds 0-3; 4 or 8 samples were seed-dependent
     c.train.checkpoint_every = steps_between_checkpoints
     return c
 
