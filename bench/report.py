@@ -26,8 +26,10 @@ def update_section(name: str, title: str, body: str, script: str) -> None:
     text = open(PATH).read() if os.path.exists(PATH) else HEADER
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
     machine = f"{platform.machine()}, {os.cpu_count()} cores"
-    section = (f"<!-- bench:{name} -->\n## {title}\n\n_Written by `{script}` on {stamp} ({machine})._\n\n"
-               f"{body.strip()}\n<!-- /bench:{name} -->\n")
+    section = (
+        f"<!-- bench:{name} -->\n## {title}\n\n_Written by `{script}` on {stamp} ({machine})._\n\n"
+        f"{body.strip()}\n<!-- /bench:{name} -->\n"
+    )
     pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->\n", re.S)
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
     atomic.write_text(PATH, text)

@@ -20,8 +20,9 @@ from absl import app, flags
 
 _MINUTES = flags.DEFINE_float("minutes", 10.0, "Wall-time budget of each RL search.")
 _STEPS = flags.DEFINE_integer("steps", 100000, "Step cap of each RL search.")
-_MODELS = flags.DEFINE_list("models", ["configs/rnnlm.py", "configs/nmt.py", "configs/inception_v3.py"],
-                            "Model configs.")
+_MODELS = flags.DEFINE_list(
+    "models", ["configs/rnnlm.py", "configs/nmt.py", "configs/inception_v3.py"], "Model configs."
+)
 _CLUSTER = flags.DEFINE_string("cluster", "k80x4", "Cluster preset.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed.")
 _OUT = flags.DEFINE_string("out", "out/bench_rl", "Folder for the runs' workdirs and a JSON of the results.")
@@ -48,16 +49,26 @@ def run_model(spec: str, cluster_name: str, minutes: float, steps: int, seed: in
             baselines[name] = {"error": str(e).splitlines()[0]}
             continue
         m = sim.measure([placement])[0]
-        baselines[name] = {"step_time": m.step_time if m.ok else None, "failure": m.failure,
-                           "place_seconds": time.time() - t0}
+        baselines[name] = {
+            "step_time": m.step_time if m.ok else None,
+            "failure": m.failure,
+            "place_seconds": time.time() - t0,
+        }
     workdir = tempfile.mkdtemp(prefix=f"{graph.name}-", dir=out)
-    summary = train_lib.run(config, workdir=workdir, steps=steps, seed=seed, progress=False,
-                            max_seconds=60 * minutes)
-    return {"model": spec, "graph": graph.name, "ops": graph.num_ops, "baselines": baselines, "rl": summary,
-            "config": {"hidden_size": config.placer.policy.hidden_size,
-                       "samples_per_step": config.placer.train.samples_per_step,
-                       "learning_rate": config.placer.train.learning_rate,
-                       "warm_start": config.placer.train.warm_start}}
+    summary = train_lib.run(config, workdir=workdir, steps=steps, seed=seed, progress=False, max_seconds=60 * minutes)
+    return {
+        "model": spec,
+        "graph": graph.name,
+        "ops": graph.num_ops,
+        "baselines": baselines,
+        "rl": summary,
+        "config": {
+            "hidden_size": config.placer.policy.hidden_size,
+            "samples_per_step": config.placer.train.samples_per_step,
+            "learning_rate": config.placer.train.learning_rate,
+            "warm_start": config.placer.train.warm_start,
+        },
+    }
 
 
 def _row(r: dict) -> str:
@@ -68,10 +79,12 @@ def _row(r: dict) -> str:
     expert = ok.get("expert")
     samples = rl["steps"] * r["config"]["samples_per_step"]
     within = rl["seconds_to_within_5pct"]
-    return (f"| {r['graph']} | {r['ops']} | {rl['groups']} | {t:.4f} | {rl['ratio_to_lower_bound']:.2f} | "
-            f"{best_name} {ok[best_name]:.4f} | {ok[best_name] / t:.3f}x | "
-            f"{(expert / t - 1) * 100:+.1f}% | {within:.0f} s | {rl['train_seconds']:.0f} s | "
-            f"{samples / rl['train_seconds']:.1f} | {rl['steps_per_second']:.2f} |")
+    return (
+        f"| {r['graph']} | {r['ops']} | {rl['groups']} | {t:.4f} | {rl['ratio_to_lower_bound']:.2f} | "
+        f"{best_name} {ok[best_name]:.4f} | {ok[best_name] / t:.3f}x | "
+        f"{(expert / t - 1) * 100:+.1f}% | {within:.0f} s | {rl['train_seconds']:.0f} s | "
+        f"{samples / rl['train_seconds']:.1f} | {rl['steps_per_second']:.2f} |"
+    )
 
 
 def main(argv):

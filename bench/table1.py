@@ -84,8 +84,9 @@ def one_row(spec: str, preset: str, rl_steps: int, log, rl_minutes: float = DEFA
     extra, labels, rl = [], [], {}
     if rl_steps > 0:
         with tempfile.TemporaryDirectory(prefix="table1-") as workdir:
-            summary = train_lib.run(config, workdir=workdir, steps=rl_steps, seed=0, progress=False, log=log,
-                                    max_seconds=60 * rl_minutes)
+            summary = train_lib.run(
+                config, workdir=workdir, steps=rl_steps, seed=0, progress=False, log=log, max_seconds=60 * rl_minutes
+            )
             path = os.path.join(workdir, "best_placement.json")
             if os.path.exists(path):
                 extra, labels = [Placement.load(path)], ["rl"]
@@ -243,8 +244,9 @@ def main() -> None:
     for spec in args.models.split(","):
         for preset in args.clusters.split(","):
             t1 = time.time()
-            r = one_row(spec, preset, args.rl_steps, log=lambda s: print("   ", s, flush=True),
-                        rl_minutes=args.rl_minutes)
+            r = one_row(
+                spec, preset, args.rl_steps, log=lambda s: print("   ", s, flush=True), rl_minutes=args.rl_minutes
+            )
             results.append(r)
             print(f"{spec} on {preset}: {r['ops']} ops, {time.time() - t1:.0f} s", flush=True)
     wall = time.time() - t0

@@ -59,7 +59,9 @@ def placer_config() -> ml_collections.ConfigDict:
     return c
 
 
-def attach(config: ml_collections.ConfigDict, cluster: str = "k80x4", measure: str = "sim") -> ml_collections.ConfigDict:
+def attach(
+    config: ml_collections.ConfigDict, cluster: str = "k80x4", measure: str = "sim"
+) -> ml_collections.ConfigDict:
     """Adds the shared sections to a model config and returns it."""
     config.placer = placer_config()
     config.cluster = cluster  # preset name in configs/clusters or a JSON path.

@@ -301,8 +301,14 @@ def group(
       The grouping: acyclic, every colocation set within one tie class;
       deterministic for a given graph.
     """
-    m = Merger(graph.num_ops, graph.edge_src, graph.edge_dst, edge_bytes=graph.edge_bytes, max_weight=max_group_ops,
-               colors=op_colors)
+    m = Merger(
+        graph.num_ops,
+        graph.edge_src,
+        graph.edge_dst,
+        edge_bytes=graph.edge_bytes,
+        max_weight=max_group_ops,
+        colors=op_colors,
+    )
     by_key: dict[str, list[int]] = {}
     for i, key in enumerate(graph.colocation.tolist()):
         if key:
@@ -329,7 +335,12 @@ def group(
 
 
 def coarsen(
-    graph: OpGraph, grouping: Grouping, target_groups: int, *, max_group_ops: int = 0, balance: float = BALANCE,
+    graph: OpGraph,
+    grouping: Grouping,
+    target_groups: int,
+    *,
+    max_group_ops: int = 0,
+    balance: float = BALANCE,
     op_colors: np.ndarray | None = None,
 ) -> Grouping:
     """Merges adjacent groups of an acyclic grouping until at most `target_groups` remain.

@@ -212,7 +212,7 @@ class OpGraph:
     def fingerprint(self) -> str:
         """A hash of op names, types and edges, so placements match their graph."""
         h = hashlib.sha256()
-        for n, t in zip(self.names, self.types):
+        for n, t in zip(self.names, self.types, strict=True):
             h.update(f"{n}\x00{t}\x01".encode())
         h.update(self.edge_src.astype("<i4").tobytes())
         h.update(self.edge_dst.astype("<i4").tobytes())
@@ -258,7 +258,7 @@ class OpGraph:
                 colocation=self.colocation[i],
                 cost={t: float(self.compute_cost[i, j]) for j, t in enumerate(self.device_types)},
             )
-        for s, d, b, c in zip(self.edge_src, self.edge_dst, self.edge_bytes, self.edge_control):
+        for s, d, b, c in zip(self.edge_src, self.edge_dst, self.edge_bytes, self.edge_control, strict=True):
             u, v = self.names[s], self.names[d]
             if g.has_edge(u, v):
                 g[u][v]["bytes"] += int(b)

@@ -84,9 +84,14 @@ class Cluster:
         d = len(self.devices)
         bw0, lat0 = _default_link(self.bandwidth, self.latency)
         links = [
-            {"src": self.devices[i].name, "dst": self.devices[j].name,
-             "bandwidth": float(self.bandwidth[i, j]), "latency": float(self.latency[i, j])}
-            for i in range(d) for j in range(d)
+            {
+                "src": self.devices[i].name,
+                "dst": self.devices[j].name,
+                "bandwidth": float(self.bandwidth[i, j]),
+                "latency": float(self.latency[i, j]),
+            }
+            for i in range(d)
+            for j in range(d)
             if i != j and (self.bandwidth[i, j] != bw0 or self.latency[i, j] != lat0)
         ]
         return {
@@ -120,10 +125,14 @@ def from_json(data: dict, source: str = "cluster") -> Cluster:
     devices = []
     for k, r in enumerate(raw):
         try:
-            dev = Device(name=str(r["name"]), type=str(r["type"]).upper(),
-                         memory_bytes=int(r["memory_bytes"]), speed=float(r.get("speed", 1.0)),
-                         peak_gflops=float(r.get("peak_gflops", 0.0)),
-                         memory_bandwidth=float(r.get("memory_bandwidth", 0.0)))
+            dev = Device(
+                name=str(r["name"]),
+                type=str(r["type"]).upper(),
+                memory_bytes=int(r["memory_bytes"]),
+                speed=float(r.get("speed", 1.0)),
+                peak_gflops=float(r.get("peak_gflops", 0.0)),
+                memory_bandwidth=float(r.get("memory_bandwidth", 0.0)),
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"{source}: devices[{k}] needs name, type and memory_bytes ({e})") from None
         if dev.memory_bytes <= 0:

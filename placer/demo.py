@@ -34,8 +34,9 @@ def main(argv):
     config.measure = "sim"
     if os.path.exists(os.path.join(_WORKDIR.value, "run.json")):
         shutil.rmtree(_WORKDIR.value)
-    summary = train_lib.run(config, workdir=_WORKDIR.value, steps=_STEPS.value, seed=_SEED.value,
-                            max_seconds=60 * _MINUTES.value)
+    summary = train_lib.run(
+        config, workdir=_WORKDIR.value, steps=_STEPS.value, seed=_SEED.value, max_seconds=60 * _MINUTES.value
+    )
     cluster = cluster_lib.load(config.cluster)
     graph = pipeline.load_graph(cluster, config=config).graph
     sim = Simulator(graph, cluster)

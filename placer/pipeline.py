@@ -46,8 +46,9 @@ def _cache_key(model_config, cluster: Cluster) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def load_graph(cluster: Cluster, *, config=None, graph_path: str | None = None,
-               need_model: bool = False, use_cache: bool = True) -> Loaded:
+def load_graph(
+    cluster: Cluster, *, config=None, graph_path: str | None = None, need_model: bool = False, use_cache: bool = True
+) -> Loaded:
     """Returns the cost-annotated graph given by a config or a graph JSON file.
 
     Args:
@@ -108,14 +109,26 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
     from placer.reinforce import Problem  # noqa: PLC0415
 
     gc = placer_config.grouping
-    groups = grouping.group(graph, merge_single_consumer=gc.merge_single_consumer, max_group_ops=gc.max_group_ops,
-                            target_groups=gc.get("target_groups", 0), op_colors=op_colors)
+    groups = grouping.group(
+        graph,
+        merge_single_consumer=gc.merge_single_consumer,
+        max_group_ops=gc.max_group_ops,
+        target_groups=gc.get("target_groups", 0),
+        op_colors=op_colors,
+    )
     feats = features.features(graph, groups)
     leader = np.asarray(groups.tie, np.int32)
     # A tie class can only go where all of its groups can run.
     allowed = rl_math.group_device_mask(leader[groups.op_group], groups.num_groups, op_device_ok(graph, cluster))
-    problem = Problem(graph=graph, op_group=np.asarray(groups.op_group), type_ids=np.asarray(feats.type_ids),
-                      features=np.asarray(feats.matrix(), dtype=np.float32), vocab_size=len(feats.vocab),
-                      device_names=cluster.device_names, allowed=allowed[leader], leader=leader,
-                      op_level=placer_config.train.get("measure_op_level", True))
+    problem = Problem(
+        graph=graph,
+        op_group=np.asarray(groups.op_group),
+        type_ids=np.asarray(feats.type_ids),
+        features=np.asarray(feats.matrix(), dtype=np.float32),
+        vocab_size=len(feats.vocab),
+        device_names=cluster.device_names,
+        allowed=allowed[leader],
+        leader=leader,
+        op_level=placer_config.train.get("measure_op_level", True),
+    )
     return problem, groups

@@ -47,8 +47,14 @@ class Placement:
             self.groups.setflags(write=False)
 
     @staticmethod
-    def from_ops(graph: OpGraph, devices: Sequence[int], device_names: Sequence[str],
-                 *, groups: Sequence[int] | None = None, **metadata) -> Placement:
+    def from_ops(
+        graph: OpGraph,
+        devices: Sequence[int],
+        device_names: Sequence[str],
+        *,
+        groups: Sequence[int] | None = None,
+        **metadata,
+    ) -> Placement:
         """Builds a placement of `graph` from one device index per op.
 
         Raises:
@@ -59,15 +65,19 @@ class Placement:
             raise InputError(f"placement has {dev.size} devices for {graph.num_ops} ops of {graph.name!r}")
         if dev.size and (dev.min() < 0 or dev.max() >= len(device_names)):
             bad = int(np.argmax((dev < 0) | (dev >= len(device_names))))
-            raise InputError(f"placement: op {graph.names[bad]!r} on device index {dev[bad]}, "
-                             f"but the cluster has {len(device_names)} devices")
+            raise InputError(
+                f"placement: op {graph.names[bad]!r} on device index {dev[bad]}, "
+                f"but the cluster has {len(device_names)} devices"
+            )
         grp = None if groups is None else np.asarray(groups, dtype=np.int32).copy()
-        return Placement(dev, tuple(device_names), grp, graph.name, graph.fingerprint(),
-                         tuple(graph.names), dict(metadata))
+        return Placement(
+            dev, tuple(device_names), grp, graph.name, graph.fingerprint(), tuple(graph.names), dict(metadata)
+        )
 
     @staticmethod
-    def from_groups(graph: OpGraph, groups: Sequence[int], group_devices: Sequence[int],
-                    device_names: Sequence[str], **metadata) -> Placement:
+    def from_groups(
+        graph: OpGraph, groups: Sequence[int], group_devices: Sequence[int], device_names: Sequence[str], **metadata
+    ) -> Placement:
         """Builds a placement from a device per group and the op-to-group map."""
         grp = np.asarray(groups, dtype=np.int64)
         dev = np.asarray(group_devices, dtype=np.int32)[grp]
@@ -76,8 +86,10 @@ class Placement:
     def check_graph(self, graph: OpGraph, source: str = "placement") -> None:
         """Raises InputError unless this placement was made for `graph`."""
         if self.fingerprint != graph.fingerprint():
-            raise InputError(f"{source}: made for graph {self.graph_name!r} (fingerprint {self.fingerprint}), "
-                             f"not for {graph.name!r} (fingerprint {graph.fingerprint()})")
+            raise InputError(
+                f"{source}: made for graph {self.graph_name!r} (fingerprint {self.fingerprint}), "
+                f"not for {graph.name!r} (fingerprint {graph.fingerprint()})"
+            )
 
     def with_metadata(self, **metadata) -> Placement:
         """Returns a copy with `metadata` merged in."""
@@ -89,7 +101,7 @@ class Placement:
             "version": VERSION,
             "graph": {"name": self.graph_name, "fingerprint": self.fingerprint},
             "devices": list(self.device_names),
-            "ops": {n: self.device_names[d] for n, d in zip(self.op_names, self.devices)},
+            "ops": {n: self.device_names[d] for n, d in zip(self.op_names, self.devices, strict=True)},
             "groups": None if self.groups is None else [int(g) for g in self.groups],
             "metadata": {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **self.metadata},
         }

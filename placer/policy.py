@@ -35,9 +35,18 @@ class PlacementPolicy(keras.Model):
       tanh_constant: logits bounded to (-c, c) by c * tanh(x); 0 disables it.
     """
 
-    def __init__(self, vocab_size: int, num_devices: int, *, hidden_size: int = 512,
-                 type_embedding_size: int = 32, device_embedding_size: int = 32,
-                 temperature: float = 10.0, tanh_constant: float = 5.0, seed: int | None = None):
+    def __init__(
+        self,
+        vocab_size: int,
+        num_devices: int,
+        *,
+        hidden_size: int = 512,
+        type_embedding_size: int = 32,
+        device_embedding_size: int = 32,
+        temperature: float = 10.0,
+        tanh_constant: float = 5.0,
+        seed: int | None = None,
+    ):
         super().__init__()
         init = keras.initializers.GlorotUniform(seed=seed)
         self.num_devices = int(num_devices)
@@ -53,10 +62,10 @@ class PlacementPolicy(keras.Model):
         )
         self.encoder_proj = keras.layers.Dense(hidden_size, kernel_initializer=init)
         # Index D is the start token fed before the first group.
-        self.device_embedding = keras.layers.Embedding(num_devices + 1, device_embedding_size,
-                                                       embeddings_initializer=init)
-        self.decoder = keras.layers.LSTM(hidden_size, return_sequences=True, return_state=True,
-                                         kernel_initializer=init)
+        self.device_embedding = keras.layers.Embedding(
+            num_devices + 1, device_embedding_size, embeddings_initializer=init
+        )
+        self.decoder = keras.layers.LSTM(hidden_size, return_sequences=True, return_state=True, kernel_initializer=init)
         self.attention_w = keras.layers.Dense(hidden_size, use_bias=False, kernel_initializer=init)
         self.combine = keras.layers.Dense(hidden_size, activation="tanh", kernel_initializer=init)
         self.output_layer = keras.layers.Dense(num_devices, kernel_initializer=init)
@@ -122,8 +131,10 @@ class PlacementPolicy(keras.Model):
         if leader is None:
             return tf.reduce_sum(chosen, axis=1), tf.reduce_mean(entropy, axis=1)
         own = tf.cast(tf.equal(tf.convert_to_tensor(leader, tf.int32), tf.range(tf.shape(actions)[1])), tf.float32)
-        return (tf.reduce_sum(chosen * own, axis=1),
-                tf.reduce_sum(entropy * own, axis=1) / tf.maximum(tf.reduce_sum(own), 1.0))
+        return (
+            tf.reduce_sum(chosen * own, axis=1),
+            tf.reduce_sum(entropy * own, axis=1) / tf.maximum(tf.reduce_sum(own), 1.0),
+        )
 
     @tf.function(reduce_retracing=True)
     def _sample(self, type_ids, features, mask_bias, leader, num_samples, noise_std, greedy, seed):
@@ -148,9 +159,17 @@ class PlacementPolicy(keras.Model):
             out = out.write(t, prev)
         return tf.transpose(out.stack())
 
-    def sample(self, type_ids: np.ndarray, features: np.ndarray, num_samples: int, *,
-               seed: tuple[int, int] = (0, 0), noise_std: float = 0.0,
-               mask_bias: np.ndarray | None = None, leader: np.ndarray | None = None) -> np.ndarray:
+    def sample(
+        self,
+        type_ids: np.ndarray,
+        features: np.ndarray,
+        num_samples: int,
+        *,
+        seed: tuple[int, int] = (0, 0),
+        noise_std: float = 0.0,
+        mask_bias: np.ndarray | None = None,
+        leader: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Samples K placements.
 
         Args:
@@ -166,19 +185,35 @@ class PlacementPolicy(keras.Model):
         Returns:
           [K, G] int32 device index per group.
         """
-        return self._sample(tf.constant(type_ids, tf.int32), tf.constant(features, tf.float32),
-                            self._bias(mask_bias, len(type_ids)), self._leader(leader, len(type_ids)),
-                            tf.constant(num_samples, tf.int32),
-                            tf.constant(noise_std, tf.float32), tf.constant(False),
-                            tf.constant(seed, tf.int32)).numpy()
+        return self._sample(
+            tf.constant(type_ids, tf.int32),
+            tf.constant(features, tf.float32),
+            self._bias(mask_bias, len(type_ids)),
+            self._leader(leader, len(type_ids)),
+            tf.constant(num_samples, tf.int32),
+            tf.constant(noise_std, tf.float32),
+            tf.constant(False),
+            tf.constant(seed, tf.int32),
+        ).numpy()
 
-    def greedy(self, type_ids: np.ndarray, features: np.ndarray, mask_bias: np.ndarray | None = None,
-               leader: np.ndarray | None = None) -> np.ndarray:
+    def greedy(
+        self,
+        type_ids: np.ndarray,
+        features: np.ndarray,
+        mask_bias: np.ndarray | None = None,
+        leader: np.ndarray | None = None,
+    ) -> np.ndarray:
         """The most likely device per group, step by step: [G] int32, deterministic."""
-        return self._sample(tf.constant(type_ids, tf.int32), tf.constant(features, tf.float32),
-                            self._bias(mask_bias, len(type_ids)), self._leader(leader, len(type_ids)),
-                            tf.constant(1, tf.int32), tf.constant(0.0),
-                            tf.constant(True), tf.constant([0, 0], tf.int32)).numpy()[0]
+        return self._sample(
+            tf.constant(type_ids, tf.int32),
+            tf.constant(features, tf.float32),
+            self._bias(mask_bias, len(type_ids)),
+            self._leader(leader, len(type_ids)),
+            tf.constant(1, tf.int32),
+            tf.constant(0.0),
+            tf.constant(True),
+            tf.constant([0, 0], tf.int32),
+        ).numpy()[0]
 
     @staticmethod
     def _leader(leader, g: int) -> tf.Tensor:
@@ -190,8 +225,9 @@ class PlacementPolicy(keras.Model):
         return tf.constant(mask_bias, tf.float32)
 
 
-def build_policy(vocab_size: int, feature_dim: int, num_devices: int, config, seed: int | None = None
-                 ) -> PlacementPolicy:
+def build_policy(
+    vocab_size: int, feature_dim: int, num_devices: int, config, seed: int | None = None
+) -> PlacementPolicy:
     """Creates a policy from `config.placer.policy` and builds its weights.
 
     Args:
@@ -201,9 +237,15 @@ def build_policy(vocab_size: int, feature_dim: int, num_devices: int, config, se
       config: the policy ConfigDict (hidden_size, embedding sizes, temperature, tanh_constant).
       seed: weight initialisation seed.
     """
-    policy = PlacementPolicy(vocab_size, num_devices, hidden_size=config.hidden_size,
-                             type_embedding_size=config.type_embedding_size,
-                             device_embedding_size=config.device_embedding_size,
-                             temperature=config.temperature, tanh_constant=config.tanh_constant, seed=seed)
+    policy = PlacementPolicy(
+        vocab_size,
+        num_devices,
+        hidden_size=config.hidden_size,
+        type_embedding_size=config.type_embedding_size,
+        device_embedding_size=config.device_embedding_size,
+        temperature=config.temperature,
+        tanh_constant=config.tanh_constant,
+        seed=seed,
+    )
     policy.log_probs(np.zeros(2, np.int32), np.zeros((2, feature_dim), np.float32), np.zeros((1, 2), np.int32))
     return policy

@@ -104,11 +104,16 @@ class Trainer:
         self.has_baseline = tf.Variable(False, name="has_baseline")
         self.best_time = tf.Variable(np.inf, dtype=tf.float64, name="best_time")
         self.best_devices = tf.Variable(np.zeros(problem.num_groups, np.int32), name="best_devices")
-        self.checkpoint = tf.train.Checkpoint(policy=self.policy, optimizer=self.optimizer, step=self.step,
-                                              baseline=self.baseline, has_baseline=self.has_baseline,
-                                              best_time=self.best_time, best_devices=self.best_devices)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, os.path.join(workdir, "checkpoints"),
-                                                  max_to_keep=2)
+        self.checkpoint = tf.train.Checkpoint(
+            policy=self.policy,
+            optimizer=self.optimizer,
+            step=self.step,
+            baseline=self.baseline,
+            has_baseline=self.has_baseline,
+            best_time=self.best_time,
+            best_devices=self.best_devices,
+        )
+        self.manager = tf.train.CheckpointManager(self.checkpoint, os.path.join(workdir, "checkpoints"), max_to_keep=2)
         self.writer = None
         self.history: list[dict] = []
         self._type_ids = tf.constant(problem.type_ids, tf.int32)
@@ -119,8 +124,12 @@ class Trainer:
     # ----- state ----------------------------------------------------------
 
     def _run_info(self) -> dict:
-        return {"fingerprint": self.problem.graph.fingerprint(), "graph": self.problem.graph.name,
-                "num_groups": self.problem.num_groups, "devices": list(self.problem.device_names)}
+        return {
+            "fingerprint": self.problem.graph.fingerprint(),
+            "graph": self.problem.graph.name,
+            "num_groups": self.problem.num_groups,
+            "devices": list(self.problem.device_names),
+        }
 
     def restore(self) -> int:
         """Continues from the latest checkpoint in the workdir; returns its step.
@@ -141,8 +150,9 @@ class Trainer:
         mine = self._run_info()
         for key in ("fingerprint", "num_groups", "devices"):
             if info.get(key) != mine[key]:
-                raise InputError(f"{latest}: checkpoint made for another {key} "
-                                 f"({info.get(key)!r}, this run has {mine[key]!r})")
+                raise InputError(
+                    f"{latest}: checkpoint made for another {key} ({info.get(key)!r}, this run has {mine[key]!r})"
+                )
         try:
             self.checkpoint.restore(latest).assert_existing_objects_matched()
         except (tf.errors.OpError, AssertionError, ValueError) as e:
@@ -165,13 +175,13 @@ class Trainer:
         t = float(self.best_time.numpy())
         if not np.isfinite(t):
             return None
-        return self.problem.placement(self.best_devices.numpy(), method="rl", step_time=t,
-                                      step=int(self.step.numpy()), **self.metadata)
+        return self.problem.placement(
+            self.best_devices.numpy(), method="rl", step_time=t, step=int(self.step.numpy()), **self.metadata
+        )
 
     def greedy_placement(self) -> Placement:
         """The policy's most likely placement (deterministic)."""
-        devices = self.policy.greedy(self.problem.type_ids, self.problem.features, self.mask_bias,
-                                     self.problem.leader)
+        devices = self.policy.greedy(self.problem.type_ids, self.problem.features, self.mask_bias, self.problem.leader)
         return self.problem.placement(devices, method="rl_greedy", **self.metadata)
 
     # ----- training -----------------------------------------------------
@@ -182,7 +192,7 @@ class Trainer:
             logp, _ = self.policy.log_probs(self._type_ids, self._features, actions, self._mask, self._leader)
             loss = -tf.reduce_mean(logp)
         grads = tape.gradient(loss, self.policy.trainable_variables)
-        optimizer.apply_gradients(zip(grads, self.policy.trainable_variables))
+        optimizer.apply_gradients(zip(grads, self.policy.trainable_variables, strict=True))
         return loss
 
     def warm_start(self, group_devices: np.ndarray, steps: int, learning_rate: float = 0.005) -> float:
@@ -210,21 +220,26 @@ class Trainer:
     @tf.function(reduce_retracing=True)
     def _update(self, actions, advantages, weights):
         with tf.GradientTape() as tape:
-            logp, entropy = self.policy.log_probs(self._type_ids, self._features, actions, self._mask,
-                                                  self._leader)
+            logp, entropy = self.policy.log_probs(self._type_ids, self._features, actions, self._mask, self._leader)
             pg = -tf.reduce_sum(weights * advantages * logp) / tf.maximum(tf.reduce_sum(weights), 1.0)
             loss = pg - self.tc.entropy_weight * tf.reduce_mean(entropy)
         grads = tape.gradient(loss, self.policy.trainable_variables)
-        self.optimizer.apply_gradients(zip(grads, self.policy.trainable_variables))
+        self.optimizer.apply_gradients(zip(grads, self.policy.trainable_variables, strict=True))
         return tf.reduce_mean(entropy)
 
     def train_step(self) -> dict:
         """Samples, measures and updates once; returns the step's statistics."""
         step = int(self.step.numpy())
         noisy = step < self.policy_noise_steps()
-        actions = self.policy.sample(self.problem.type_ids, self.problem.features, self.tc.samples_per_step,
-                                     seed=(self.seed, step), noise_std=self.noise_std() if noisy else 0.0,
-                                     mask_bias=self.mask_bias, leader=self.problem.leader)
+        actions = self.policy.sample(
+            self.problem.type_ids,
+            self.problem.features,
+            self.tc.samples_per_step,
+            seed=(self.seed, step),
+            noise_std=self.noise_std() if noisy else 0.0,
+            mask_bias=self.mask_bias,
+            leader=self.problem.leader,
+        )
         placements = [self.problem.placement(a) for a in actions]
         results = self.measurer.measure(placements)
         times = np.array([m.step_time for m in results], dtype=np.float64)
@@ -239,8 +254,11 @@ class Trainer:
         ref = new_base if base is None else base
         entropy = float("nan")
         if mask.any():
-            entropy = float(self._update(tf.constant(actions, tf.int32), tf.constant(r - ref, tf.float32),
-                                         tf.constant(mask, tf.float32)).numpy())
+            entropy = float(
+                self._update(
+                    tf.constant(actions, tf.int32), tf.constant(r - ref, tf.float32), tf.constant(mask, tf.float32)
+                ).numpy()
+            )
         if new_base is not None:
             self.baseline.assign(new_base)
             self.has_baseline.assign(True)
@@ -280,8 +298,15 @@ class Trainer:
         if self.writer is None:
             self.writer = tf.summary.create_file_writer(os.path.join(self.workdir, "tensorboard"))
         with self.writer.as_default(step=stats["step"]):
-            for key in ("mean_step_time", "min_step_time", "best_step_time", "baseline", "entropy",
-                        "failed_fraction", "learning_rate"):
+            for key in (
+                "mean_step_time",
+                "min_step_time",
+                "best_step_time",
+                "baseline",
+                "entropy",
+                "failed_fraction",
+                "learning_rate",
+            ):
                 if np.isfinite(stats[key]):
                     tf.summary.scalar(key, stats[key])
 
@@ -334,8 +359,10 @@ class Progress:
         rate = (done - self.start) / max(1e-9, now - self.t0)
         bar = "#" * int(30 * frac)
         best = stats["best_step_time"]
-        line = (f"[{bar:<30}] {done}/{self.total} best {best:.4f} s "
-                f"mean {stats['mean_step_time']:.4f} s failed {stats['failed_fraction']:.0%} {rate:.1f} steps/s")
+        line = (
+            f"[{bar:<30}] {done}/{self.total} best {best:.4f} s "
+            f"mean {stats['mean_step_time']:.4f} s failed {stats['failed_fraction']:.0%} {rate:.1f} steps/s"
+        )
         print(("\r" if self.tty else "") + line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
 
     def close(self) -> None:

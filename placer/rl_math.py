@@ -68,8 +68,14 @@ def group_device_mask(op_group: np.ndarray, num_groups: int, op_ok: np.ndarray) 
     return mask
 
 
-def group_devices_from_ops(op_devices: np.ndarray, op_group: np.ndarray, leader: np.ndarray,
-                           op_weight: np.ndarray, num_devices: int, allowed: np.ndarray | None = None) -> np.ndarray:
+def group_devices_from_ops(
+    op_devices: np.ndarray,
+    op_group: np.ndarray,
+    leader: np.ndarray,
+    op_weight: np.ndarray,
+    num_devices: int,
+    allowed: np.ndarray | None = None,
+) -> np.ndarray:
     """The device of each group by weighted vote of its ops, ties following their leader.
 
     Turns an op-level placement (a baseline's) into a group-level one the

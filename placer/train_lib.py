@@ -24,8 +24,18 @@ def check_fresh_workdir(workdir: str, resume: bool) -> None:
         raise InputError(f"{workdir}: holds an earlier search; pass --resume to continue it or pick another --workdir")
 
 
-def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False, graph_path: str | None = None,
-        progress: bool = True, log=print, max_seconds: float = 0.0) -> dict:
+def run(
+    config,
+    *,
+    workdir: str,
+    steps: int,
+    seed: int = 0,
+    resume: bool = False,
+    graph_path: str | None = None,
+    progress: bool = True,
+    log=print,
+    max_seconds: float = 0.0,
+) -> dict:
     """Trains the RL placer and writes best_placement.json and summary.json.
 
     Args:
@@ -55,22 +65,28 @@ def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False
     t0 = time.time()
     cluster = cluster_lib.load(config.cluster)
     kind = config.measure
-    loaded = pipeline.load_graph(cluster, config=None if graph_path else config, graph_path=graph_path,
-                                 need_model=kind != "sim")
+    loaded = pipeline.load_graph(
+        cluster, config=None if graph_path else config, graph_path=graph_path, need_model=kind != "sim"
+    )
     graph = loaded.graph
     model = loaded.model
-    measurer = registry.make_measurer(kind, graph, cluster, model=model,
-                                      metagraph=None if model is None else model.metagraph)
+    measurer = registry.make_measurer(
+        kind, graph, cluster, model=model, metagraph=None if model is None else model.metagraph
+    )
     tc = config.placer.train
     warm = None
     if tc.warm_start:  # deterministic, so a resumed search gets the same groups
         warm = best_baseline(graph, cluster, measurer, tc.warm_start, seed, log)
-    problem, groups = pipeline.make_problem(graph, cluster, config.placer,
-                                            op_colors=None if warm is None else warm[1].devices)
-    log(f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
-        f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s")
-    trainer = Trainer(problem, measurer, config.placer, workdir, seed=seed,
-                      metadata={"cluster": cluster.name, "measure": kind})
+    problem, groups = pipeline.make_problem(
+        graph, cluster, config.placer, op_colors=None if warm is None else warm[1].devices
+    )
+    log(
+        f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
+        f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s"
+    )
+    trainer = Trainer(
+        problem, measurer, config.placer, workdir, seed=seed, metadata={"cluster": cluster.name, "measure": kind}
+    )
     start = trainer.restore() if resume else 0
     if resume:
         log(f"resumed at step {start}, best so far {float(trainer.best_time.numpy()):.4f} s")
@@ -78,8 +94,10 @@ def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False
         target = np.zeros(problem.num_groups, np.int32)
         np.maximum.at(target, problem.op_group, warm[1].devices)
         nll = trainer.warm_start(target[problem.leader], tc.warm_start_steps, tc.warm_start_learning_rate)
-        log(f"warm start: imitated {warm[1].metadata.get('method')} ({warm[0]:.4f} s) for "
-            f"{tc.warm_start_steps} steps, final NLL {nll:.3f}")
+        log(
+            f"warm start: imitated {warm[1].metadata.get('method')} ({warm[0]:.4f} s) for "
+            f"{tc.warm_start_steps} steps, final NLL {nll:.3f}"
+        )
     t_train = time.time()
     reached: list[tuple[int, float, float]] = []  # (step, seconds, best) whenever best improved
 
@@ -113,11 +131,15 @@ def run(config, *, workdir: str, steps: int, seed: int = 0, resume: bool = False
     }
     atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
     if np.isfinite(best):
-        log(f"best step time {best:.4f} s, {best / lb:.2f}x the lower bound ({lb:.4f} s); "
-            f"{summary['steps']} steps in {wall:.1f} s")
+        log(
+            f"best step time {best:.4f} s, {best / lb:.2f}x the lower bound ({lb:.4f} s); "
+            f"{summary['steps']} steps in {wall:.1f} s"
+        )
     else:
-        log(f"no placement ran: every sample failed ({', '.join(last.get('failures', [])) or 'unknown'}); "
-            f"{summary['steps']} steps in {wall:.1f} s")
+        log(
+            f"no placement ran: every sample failed ({', '.join(last.get('failures', [])) or 'unknown'}); "
+            f"{summary['steps']} steps in {wall:.1f} s"
+        )
     return summary
 
 
@@ -136,7 +158,7 @@ def best_baseline(graph, cluster, measurer, methods: str, seed: int, log=print):
         except InputError as e:
             log(f"warm start: skipping {name} ({e})")
     results = measurer.measure(placements) if placements else []
-    ok = [(m.step_time, p) for m, p in zip(results, placements) if m.ok]
+    ok = [(m.step_time, p) for m, p in zip(results, placements, strict=True) if m.ok]
     if not ok:
         log("warm start: no baseline placement ran; starting from a uniform policy")
         return None

@@ -10,7 +10,9 @@ from ml_collections import config_flags
 
 from placer import cli
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py or configs/nmt.py:tiny.")
+_CONFIG = config_flags.DEFINE_config_file(
+    "config", None, "Model config file, e.g. configs/nmt.py or configs/nmt.py:tiny."
+)
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file to place instead of the config's model.")
 _CLUSTER = flags.DEFINE_string("cluster", None, "Cluster preset or JSON file (default: the config's).")
 _MEASURE = flags.DEFINE_enum("measure", None, ["sim", "grappler", "session"], "Measurement backend.")
@@ -30,8 +32,15 @@ def main(argv):
         config.cluster = _CLUSTER.value
     if _MEASURE.value:
         config.measure = _MEASURE.value
-    train_lib.run(config, workdir=_WORKDIR.value, steps=_STEPS.value, seed=_SEED.value, resume=_RESUME.value,
-                  graph_path=_GRAPH.value, progress=_PROGRESS.value)
+    train_lib.run(
+        config,
+        workdir=_WORKDIR.value,
+        steps=_STEPS.value,
+        seed=_SEED.value,
+        resume=_RESUME.value,
+        graph_path=_GRAPH.value,
+        progress=_PROGRESS.value,
+    )
 
 
 def run():

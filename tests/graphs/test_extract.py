@@ -150,6 +150,6 @@ def test_ops_taking_a_resource_share_the_variable_key():
         tf.raw_ops.AssignAddVariableOp(resource=v.handle, value=read * 2.0, name="bump")
         tf.identity(read, name="out")
     og = extract.extract(g, name="res")
-    key = dict(zip(og.names, og.colocation))
+    key = dict(zip(og.names, og.colocation, strict=True))
     assert key["read"] == key["bump"] == key["v"] != ""
     assert key["out"] == "" and key["mul"] == ""

@@ -29,8 +29,15 @@ def two_chains(length=3):
     names = [f"{c}{i}" for c in "ab" for i in range(length)]
     edges = [(f"{c}{i}", f"{c}{i + 1}", 100 * MB) for c in "ab" for i in range(length - 1)]
     cost = np.ones((len(names), 1))
-    graph = OpGraph.create("two_chains", names, ["MatMul"] * len(names), edges, output_bytes=[100 * MB] * len(names),
-                           device_types=["GPU"], compute_cost=cost)
+    graph = OpGraph.create(
+        "two_chains",
+        names,
+        ["MatMul"] * len(names),
+        edges,
+        output_bytes=[100 * MB] * len(names),
+        device_types=["GPU"],
+        compute_cost=cost,
+    )
     gpu = [cluster_lib.Device(f"/device:GPU:{i}", "GPU", 16 << 30) for i in range(2)]
     cluster = cluster_lib.make("two_gpus", gpu, bandwidth=100 * MB, latency=0.0)
     return graph, cluster
@@ -54,8 +61,7 @@ def test_rewards_baseline_and_masks_by_hand():
     np.testing.assert_array_equal(rl_math.update_mask([True, False], 5, 10), [True, True])
     np.testing.assert_array_equal(rl_math.update_mask([True, False], 10, 10), [False, True])
     ok = np.array([[True, False], [True, True], [False, False]])
-    np.testing.assert_array_equal(rl_math.group_device_mask(np.array([0, 0, 1]), 2, ok),
-                                  [[True, False], [True, True]])
+    np.testing.assert_array_equal(rl_math.group_device_mask(np.array([0, 0, 1]), 2, ok), [[True, False], [True, True]])
 
 
 def test_training_finds_one_chain_per_device(tmp_path):

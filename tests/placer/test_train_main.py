@@ -20,31 +20,53 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("train")
     names = [f"{c}{i}" for c in "ab" for i in range(3)]
     edges = [(f"{c}{i}", f"{c}{i + 1}", 100 * MB) for c in "ab" for i in range(2)]
-    graph = OpGraph.create("two_chains", names, ["MatMul"] * 6, edges, output_bytes=[100 * MB] * 6,
-                           device_types=["GPU"], compute_cost=np.ones((6, 1)))
+    graph = OpGraph.create(
+        "two_chains",
+        names,
+        ["MatMul"] * 6,
+        edges,
+        output_bytes=[100 * MB] * 6,
+        device_types=["GPU"],
+        compute_cost=np.ones((6, 1)),
+    )
     graph_io.save(graph, str(d / "g.graph.json"))
-    other = OpGraph.create("other", names[:4], ["MatMul"] * 4, edges[:2], device_types=["GPU"],
-                           compute_cost=np.ones((4, 1)))
+    other = OpGraph.create(
+        "other", names[:4], ["MatMul"] * 4, edges[:2], device_types=["GPU"], compute_cost=np.ones((4, 1))
+    )
     graph_io.save(other, str(d / "other.graph.json"))
     for name, mem in (("gpus", 16 << 30), ("tiny", 1 * MB)):
-        spec = {"name": name, "devices": [{"name": f"/device:GPU:{i}", "type": "GPU", "memory_bytes": mem}
-                                          for i in range(2)],
-                "links": {"default": {"bandwidth": 100 * MB, "latency": 0.0}}}
+        spec = {
+            "name": name,
+            "devices": [{"name": f"/device:GPU:{i}", "type": "GPU", "memory_bytes": mem} for i in range(2)],
+            "links": {"default": {"bandwidth": 100 * MB, "latency": 0.0}},
+        }
         (d / f"{name}.json").write_text(json.dumps(spec))
     return d
 
 
 def train(files, *args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-    base = [sys.executable, "-m", "placer.train_main", "--noprogress", "--config=configs/nmt.py:tiny",
-            "--config.placer.policy.hidden_size=16"]
+    base = [
+        sys.executable,
+        "-m",
+        "placer.train_main",
+        "--noprogress",
+        "--config=configs/nmt.py:tiny",
+        "--config.placer.policy.hidden_size=16",
+    ]
     return subprocess.run(base + list(args), capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
 
 
 def test_train_writes_results_then_resume_continues(files, tmp_path):
     work = tmp_path / "w"
-    r = train(files, f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}", f"--workdir={work}",
-              "--steps=6", "--seed=1")
+    r = train(
+        files,
+        f"--graph={files / 'g.graph.json'}",
+        f"--cluster={files / 'gpus.json'}",
+        f"--workdir={work}",
+        "--steps=6",
+        "--seed=1",
+    )
     assert r.returncode == 0, r.stderr
     summary = json.loads((work / "summary.json").read_text())
     assert summary["steps"] == 6
@@ -56,8 +78,15 @@ def test_train_writes_results_then_resume_continues(files, tmp_path):
     assert os.listdir(work / "tensorboard")
     assert "best step time" in r.stdout
 
-    r = train(files, f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}", f"--workdir={work}",
-              "--steps=9", "--seed=1", "--resume")
+    r = train(
+        files,
+        f"--graph={files / 'g.graph.json'}",
+        f"--cluster={files / 'gpus.json'}",
+        f"--workdir={work}",
+        "--steps=9",
+        "--seed=1",
+        "--resume",
+    )
     assert r.returncode == 0, r.stderr
     assert "resumed at step 6" in r.stdout
     assert json.loads((work / "summary.json").read_text())["steps"] == 9
@@ -85,8 +114,13 @@ def test_bad_input_exits_2_and_leaves_the_workdir(files, tmp_path):
 
 
 def test_every_sample_failing_reports_cleanly(files, tmp_path):
-    r = train(files, f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'tiny.json'}",
-              f"--workdir={tmp_path / 'w'}", "--steps=3")
+    r = train(
+        files,
+        f"--graph={files / 'g.graph.json'}",
+        f"--cluster={files / 'tiny.json'}",
+        f"--workdir={tmp_path / 'w'}",
+        "--steps=3",
+    )
     assert r.returncode == 0, r.stderr
     assert "every sample failed (oom)" in r.stdout
     summary = json.loads((tmp_path / "w" / "summary.json").read_text())
