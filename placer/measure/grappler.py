@@ -40,7 +40,7 @@ from graphs import extract
 from graphs.op_graph import OpGraph
 from placer.cluster import Cluster
 from placer.measure import tf_util
-from placer.measure.base import ERROR, OOM, UNSUPPORTED, Measurement
+from placer.measure.base import ERROR, OOM, Measurement
 from placer.placement import Placement
 
 LINK_INDEX_BASE = 10000  # link devices are "/device:CPU:10000" and up.
@@ -98,19 +98,10 @@ class GrapplerMeasurer:
     def measure_devices(self, devices: np.ndarray) -> Measurement:
         """Measures one placement given as [n_ops] device indices into the cluster."""
         devices = np.asarray(devices, dtype=np.int64)
+        failed = tf_util.cannot_run(self.graph, self.cluster.devices, self._runnable, devices)
+        if failed is not None:
+            return failed
         d = self.cluster.num_devices
-        bad = np.flatnonzero(~self._runnable[np.arange(self.graph.num_ops), devices])
-        if bad.size:
-            i = int(bad[0])
-            dev = self.cluster.devices[devices[i]]
-            return Measurement.failed(
-                UNSUPPORTED,
-                f"op {self.graph.names[i]!r} ({self.graph.types[i]}) has no {dev.type} kernel, placed on {dev.name}",
-                d,
-            )
-        coloc = tf_util.colocation_violation(self.graph, devices)
-        if coloc:
-            return Measurement.failed(ERROR, coloc, d)
         mg = self.placed(devices)
         try:
             item = gitem.Item(mg, ignore_colocation=True)

@@ -35,7 +35,7 @@ from graphs import extract
 from graphs.op_graph import OpGraph
 from placer.cluster import Cluster
 from placer.measure import tf_util
-from placer.measure.base import ERROR, OOM, TIMEOUT, UNSUPPORTED, Measurement
+from placer.measure.base import ERROR, OOM, TIMEOUT, Measurement
 from placer.placement import Placement
 
 # Memory limits (MiB) of the logical GPUs GPU 0 is split into, in every
@@ -204,19 +204,10 @@ class SessionMeasurer:
     def measure_devices(self, devices: np.ndarray) -> Measurement:
         """Measures one placement given as [n_ops] device indices into the cluster."""
         devices = np.asarray(devices, dtype=np.int64)
+        failed = tf_util.cannot_run(self.graph, self.cluster.devices, self._runnable, devices)
+        if failed is not None:
+            return failed
         d = self.cluster.num_devices
-        bad = np.flatnonzero(~self._runnable[np.arange(self.graph.num_ops), devices])
-        if bad.size:
-            i = int(bad[0])
-            dev = self.cluster.devices[devices[i]]
-            return Measurement.failed(
-                UNSUPPORTED,
-                f"op {self.graph.names[i]!r} ({self.graph.types[i]}) has no {dev.type} kernel, placed on {dev.name}",
-                d,
-            )
-        coloc = tf_util.colocation_violation(self.graph, devices)
-        if coloc:
-            return Measurement.failed(ERROR, coloc, d)
         mg = tf_util.placed_metagraph(self.metagraph, self.graph, devices, self.cluster.device_names)
         try:
             return self._run(mg, devices)

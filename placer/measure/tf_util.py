@@ -148,6 +148,31 @@ def colocation_violation(graph: OpGraph, devices: np.ndarray) -> str | None:
     return None
 
 
+def cannot_run(graph: OpGraph, devices: Sequence[Device], runnable: np.ndarray, placed: np.ndarray):
+    """The failure of a placement that cannot even start, or None.
+
+    Args:
+      graph: the op graph.
+      devices: the cluster's devices.
+      runnable: [n, D] bool, op has a kernel for the device's type.
+      placed: [n_ops] device index per op.
+
+    Returns:
+      A failed Measurement (an op without a kernel there: UNSUPPORTED; split
+      colocated ops: ERROR), or None when the placement may run.
+    """
+    from placer.measure.base import ERROR, UNSUPPORTED, Measurement  # noqa: PLC0415
+
+    bad = np.flatnonzero(~runnable[np.arange(graph.num_ops), placed])
+    if bad.size:
+        i = int(bad[0])
+        dev = devices[placed[i]]
+        msg = f"op {graph.names[i]!r} ({graph.types[i]}) has no {dev.type} kernel, placed on {dev.name}"
+        return Measurement.failed(UNSUPPORTED, msg, len(devices))
+    coloc = colocation_violation(graph, placed)
+    return Measurement.failed(ERROR, coloc, len(devices)) if coloc else None
+
+
 def cross_device_bytes(graph: OpGraph, devices: np.ndarray) -> float:
     """Bytes of data edges between devices, one copy per (producer, device, size)."""
     dev = np.asarray(devices)
