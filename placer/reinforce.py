@@ -230,13 +230,13 @@ class Trainer:
     def train_step(self) -> dict:
         """Samples, measures and updates once; returns the step's statistics."""
         step = int(self.step.numpy())
-        noisy = step < self.policy_noise_steps()
+        noise = float(self.pc.logits_noise_std) if step < int(self.pc.logits_noise_steps) else 0.0
         actions = self.policy.sample(
             self.problem.type_ids,
             self.problem.features,
             self.tc.samples_per_step,
             seed=(self.seed, step),
-            noise_std=self.noise_std() if noisy else 0.0,
+            noise_std=noise,
             mask_bias=self.mask_bias,
             leader=self.problem.leader,
         )
@@ -283,12 +283,6 @@ class Trainer:
         self.history.append({k: v for k, v in stats.items() if k != "failures"})
         self._summarise(stats)
         return stats
-
-    def policy_noise_steps(self) -> int:
-        return int(self.pc.logits_noise_steps)
-
-    def noise_std(self) -> float:
-        return float(self.pc.logits_noise_std)
 
     def _lr(self, step: int) -> float:
         lr = self.optimizer.learning_rate

@@ -82,3 +82,11 @@ def test_temperature_and_tanh_constant_bound_the_logits():
     logp, _ = policy.log_probs(t, f, np.zeros((1, G), np.int32))
     per_group = logp.numpy()[0] / G
     assert per_group > np.log(np.exp(-0.5) / (np.exp(-0.5) + np.exp(0.5))) - 1e-6
+
+
+def test_logits_noise_changes_samples_of_the_same_seed():
+    policy = _policy(4)
+    t, f = _inputs()
+    plain = policy.sample(t, f, 8, seed=(2, 2))
+    np.testing.assert_array_equal(plain, policy.sample(t, f, 8, seed=(2, 2), noise_std=0.0))
+    assert not np.array_equal(plain, policy.sample(t, f, 8, seed=(2, 2), noise_std=5.0))
