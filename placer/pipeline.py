@@ -40,10 +40,26 @@ class Loaded:
     cached: bool = False
 
 
+# The code that makes a costed graph: a change to any of it invalidates the cache.
+_SOURCES = ("models", "graphs/extract.py", "graphs/costs.py", "placer/measure/tf_util.py")
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _cache_key(model_config, cluster: Cluster) -> str:
-    devices = sorted({(d.type, d.memory_bytes, d.speed) for d in cluster.devices})
-    blob = json.dumps({"model": model_config.to_dict(), "devices": devices}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    devices = sorted({(d.type, d.memory_bytes, d.speed, d.peak_gflops, d.memory_bandwidth) for d in cluster.devices})
+    h = hashlib.sha256()
+    h.update(json.dumps({"model": model_config.to_dict(), "devices": devices}, sort_keys=True, default=str).encode())
+    for source in _SOURCES:
+        path = os.path.join(_ROOT, source)
+        files = (
+            sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".py"))
+            if os.path.isdir(path)
+            else [path]
+        )
+        for f in files:
+            with open(f, "rb") as fh:
+                h.update(fh.read())
+    return h.hexdigest()[:16]
 
 
 def load_graph(
