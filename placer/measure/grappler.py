@@ -30,8 +30,6 @@ raises for a placement that merely cannot run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.grappler import item as gitem
@@ -41,14 +39,13 @@ from graphs.op_graph import OpGraph
 from placer.cluster import Cluster
 from placer.measure import tf_util
 from placer.measure.base import ERROR, OOM, Measurement
-from placer.placement import Placement
 
 LINK_INDEX_BASE = 10000  # link devices are "/device:CPU:10000" and up.
 _LINK_GFLOPS = 1e9  # a link computes nothing; its copy is bandwidth-bound.
 TRANSFER_SCOPE = "placer_transfer"
 
 
-class GrapplerMeasurer:
+class GrapplerMeasurer(tf_util.OneAtATime):
     """Measures placements of one graph on a Grappler virtual cluster.
 
     Args:
@@ -86,14 +83,6 @@ class GrapplerMeasurer:
 
     def _link(self, i: int, j: int) -> str:
         return f"/device:CPU:{LINK_INDEX_BASE + i * self.cluster.num_devices + j}"
-
-    def measure(self, placements: Sequence[Placement]) -> list[Measurement]:
-        """Returns one Measurement per placement, in order."""
-        out = []
-        for p in placements:
-            p.check_graph(self.graph)
-            out.append(self.measure_devices(p.devices))
-        return out
 
     def measure_devices(self, devices: np.ndarray) -> Measurement:
         """Measures one placement given as [n_ops] device indices into the cluster."""

@@ -36,7 +36,6 @@ from graphs.op_graph import OpGraph
 from placer.cluster import Cluster
 from placer.measure import tf_util
 from placer.measure.base import ERROR, OOM, TIMEOUT, Measurement
-from placer.placement import Placement
 
 # Memory limits (MiB) of the logical GPUs GPU 0 is split into, in every
 # session this module configures; () keeps TF's default (each GPU whole).
@@ -154,7 +153,7 @@ def trace_busy_and_memory(run_metadata, device_names: Sequence[str]) -> tuple[np
     return busy, peak
 
 
-class SessionMeasurer:
+class SessionMeasurer(tf_util.OneAtATime):
     """Measures placements by running the placed graph on this machine's devices.
 
     Args:
@@ -192,14 +191,6 @@ class SessionMeasurer:
         self._runnable = mask[:, [types.index(d.type) for d in cluster.devices]]  # [n, D]
         cpus = [int(d.name.rsplit(":", 1)[1]) for d in cluster.devices if d.type == "CPU"]
         self._num_cpus = max(cpus) + 1 if cpus else 1
-
-    def measure(self, placements: Sequence[Placement]) -> list[Measurement]:
-        """Returns one Measurement per placement; never raises for one that cannot run."""
-        out = []
-        for p in placements:
-            p.check_graph(self.graph)
-            out.append(self.measure_devices(p.devices))
-        return out
 
     def measure_devices(self, devices: np.ndarray) -> Measurement:
         """Measures one placement given as [n_ops] device indices into the cluster."""

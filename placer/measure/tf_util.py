@@ -148,6 +148,27 @@ def colocation_violation(graph: OpGraph, devices: np.ndarray) -> str | None:
     return None
 
 
+class OneAtATime:
+    """Base of the TF backends: measures placements one by one with `measure_devices`.
+
+    Subclasses set `graph` and define `measure_devices([n_ops] device indices) -> Measurement`.
+    """
+
+    graph: OpGraph
+
+    def measure(self, placements: Sequence) -> list:
+        """Returns one Measurement per placement, in order; never raises for one that cannot run.
+
+        Raises:
+          InputError: a placement made for another graph.
+        """
+        out = []
+        for p in placements:
+            p.check_graph(self.graph)
+            out.append(self.measure_devices(p.devices))
+        return out
+
+
 def cannot_run(graph: OpGraph, devices: Sequence[Device], runnable: np.ndarray, placed: np.ndarray):
     """The failure of a placement that cannot even start, or None.
 
