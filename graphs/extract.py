@@ -163,6 +163,16 @@ def _variable_bytes(op: tf.Operation) -> int:
     return tensor_bytes(_shape_tuple(shape), dtype)
 
 
+def colocation_targets(op: tf.Operation) -> list[str]:
+    """The op names an op's `_class` attribute colocates it with (`loc:@X` -> "X")."""
+    try:
+        entries = op.get_attr("_class")
+    except ValueError:
+        return []
+    names = [e.decode() if isinstance(e, bytes) else str(e) for e in entries]
+    return [n[5:] for n in names if n.startswith("loc:@")]
+
+
 def _colocation_keys(ops: Sequence[tf.Operation]) -> list[str]:
     """Colocation key per op from the `_class: loc:@X` attributes.
 
@@ -185,15 +195,7 @@ def _colocation_keys(ops: Sequence[tf.Operation]) -> list[str]:
     first_seen: dict[str, int] = {}
     targets: list[list[str]] = []
     for op in ops:
-        locs = []
-        try:
-            entries = op.get_attr("_class")
-        except ValueError:
-            entries = []
-        for s in entries:
-            s = s.decode() if isinstance(s, bytes) else str(s)
-            if s.startswith("loc:@"):
-                locs.append(s[5:])
+        locs = colocation_targets(op)
         # TF's placer also puts an op that takes a resource (or ref) tensor on
         # the device of the op that produced it, whatever `_class` says.
         for t in op.inputs:

@@ -356,14 +356,9 @@ def resource_followers(where: dict[str, str], tf_graph: tf.Graph) -> dict[str, s
             device[rs] = device[rs] or device[rd]
 
     for op in ops:
-        try:
-            entries = op.get_attr("_class")
-        except ValueError:
-            entries = []
-        for s in entries:
-            s = s.decode() if isinstance(s, bytes) else str(s)
-            if s.startswith("loc:@") and s[5:] in parent:
-                merge(s[5:], op.name)
+        for target in extract.colocation_targets(op):
+            if target in parent:
+                merge(target, op.name)
     for op in ops:
         if op.type in RESOURCE_EXEMPT:
             continue

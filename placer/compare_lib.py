@@ -293,36 +293,29 @@ def markdown_text(rows: Sequence[Row], device_names: Sequence[str], title: str =
     ]
     lines = [f"### {title}\n" if title else "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [
-            r.method,
-            status(r),
-            _num(r.speedup_vs_expert, ".3g"),
-            _num(r.speedup_vs_single_gpu, ".3g"),
-            _num(r.ratio_to_lower_bound, ".3g"),
-            _num(r.place_seconds, ".3f"),
-            _mem(r, unit, " / "),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(_cells(r, unit, " / ")) + " |")
     notes = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
     return "\n".join(x for x in lines if x) + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
+
+
+def _cells(r: Row, unit: float, sep: str) -> list[str]:
+    """One row of the comparison tables as text cells; `sep` joins the per-device memory."""
+    return [
+        r.method,
+        status(r),
+        _num(r.speedup_vs_expert, ".3g"),
+        _num(r.speedup_vs_single_gpu, ".3g"),
+        _num(r.ratio_to_lower_bound, ".3g"),
+        _num(r.place_seconds, ".3f"),
+        _mem(r, unit, sep),
+    ]
 
 
 def terminal_text(rows: Sequence[Row], device_names: Sequence[str]) -> str:
     """The comparison as an aligned plain-text table for the terminal."""
     unit, uname = memory_unit(rows)
     head = ["method", "step (s)", "vs expert", "vs 1 GPU", "/ bound", "place (s)", f"peak {uname} per device"]
-    body = [
-        [
-            r.method,
-            status(r),
-            _num(r.speedup_vs_expert, ".3g"),
-            _num(r.speedup_vs_single_gpu, ".3g"),
-            _num(r.ratio_to_lower_bound, ".3g"),
-            _num(r.place_seconds, ".3f"),
-            _mem(r, unit, " "),
-        ]
-        for r in rows
-    ]
+    body = [_cells(r, unit, " ") for r in rows]
     width = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     fmt = "  ".join(f"{{:<{w}}}" for w in width)
     out = [fmt.format(*head), fmt.format(*("-" * w for w in width))] + [fmt.format(*b) for b in body]

@@ -91,13 +91,7 @@ def main(argv: list[str]) -> None:
         base = p.metadata.get("method") or os.path.basename(path).split(".")[0]
         labels.append(compare_lib.label(p.with_metadata(method=base), i, taken))
         taken.add(labels[-1])
-    measurer = registry.make_measurer(
-        _MEASURE.value,
-        graph,
-        cluster,
-        model=loaded.model,
-        metagraph=None if loaded.model is None else loaded.model.metagraph,
-    )
+    measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model)
     rows = compare_lib.compare(graph, cluster, measurer, methods, given, seed=_SEED.value, strict=strict, labels=labels)
     print(
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "

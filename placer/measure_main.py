@@ -89,13 +89,7 @@ def main(argv: list[str]) -> None:
         placement = baselines.get(_BASELINE.value)(graph, cluster)
         devices = np.asarray(placement.devices, dtype=np.int64)
     placement = Placement.from_ops(graph, devices, cluster.device_names, groups=placement.groups)
-    measurer = registry.make_measurer(
-        _MEASURE.value,
-        graph,
-        cluster,
-        model=loaded.model,
-        metagraph=None if loaded.model is None else loaded.model.metagraph,
-    )
+    measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model)
     m = measurer.measure([placement])[0]
     print(
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "

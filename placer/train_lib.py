@@ -69,10 +69,7 @@ def run(
         cluster, config=None if graph_path else config, graph_path=graph_path, need_model=kind != "sim"
     )
     graph = loaded.graph
-    model = loaded.model
-    measurer = registry.make_measurer(
-        kind, graph, cluster, model=model, metagraph=None if model is None else model.metagraph
-    )
+    measurer = registry.make_measurer(kind, graph, cluster, model=loaded.model)
     tc = config.placer.train
     warm = None
     if tc.warm_start:  # deterministic, so a resumed search gets the same groups

@@ -217,7 +217,11 @@ def test_jobs_file_overrides_and_order(tmp_path):
     assert [j.name for j in work.jobs] == ["s1", "s2", "s0"]
     j = work.jobs[0]
     assert j.config.placer.policy.hidden_size == 8 and j.config.placer.train.learning_rate == 0.05
-    assert j.max_slots == j.config.placer.train.samples_per_step and j.config.cluster == "k80x2" and work.measure_seconds == 0.5
+    assert (
+        j.max_slots == j.config.placer.train.samples_per_step
+        and j.config.cluster == "k80x2"
+        and work.measure_seconds == 0.5
+    )
 
 
 def test_cli_bad_jobs_file_is_one_line_exit_2(tmp_path):
