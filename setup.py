@@ -13,6 +13,7 @@ setup(
         "tensorflow>=2.16",
         "tf-keras>=2.16",
         "numpy",
+        "numba",
         "scipy",
         "networkx",
         "absl-py",

@@ -3,10 +3,12 @@
 The model is in `placer.measure.simulator`'s docstring: persistent bytes of
 the ops on a device, plus activations alive between their allocation and
 their last reader; frees at a time come before allocations at that time.
+The sweep over allocation and free events is compiled with numba.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from placer.measure import schedule as sched
@@ -30,65 +32,75 @@ def peak_memory(
       [K, D] peak bytes.
     """
     k, u_n = dev.shape
-    dn = num_devices
-    persist = per_device_sum(dev, np.broadcast_to(units.persistent, (k, u_n)), dn)
-    # Last finish of a data reader of each unit on each device.
-    deg = np.diff(units.succ_ptr)
-    eu = np.repeat(np.arange(u_n), deg)[units.succ_data]
-    eh = units.succ_unit[units.succ_data]
-    cf = np.full((k, u_n, dn), -np.inf)
-    if len(eu):
-        starts = np.flatnonzero(np.r_[True, eu[1:] != eu[:-1]])
-        fh, dh = s.finish[:, eh], dev[:, eh]
-        for b in range(dn):
-            cf[:, eu[starts], b] = np.maximum.reduceat(np.where(dh == b, fh, -np.inf), starts, axis=1)
-    own = np.take_along_axis(cf, dev[:, :, None], 2)[:, :, 0]
-    release = np.fmax(np.maximum(s.finish, own), np.nanmax(np.where(need, s.tx_end, -np.inf), axis=2))
-    cols = np.flatnonzero(need.reshape(k, -1).any(0))
-    ub = np.arange(dn)
-    times = np.concatenate(
-        [
-            s.start,
-            s.finish,
-            release,
-            np.where(need, s.tx_start, np.inf).reshape(k, -1)[:, cols],
-            np.where(need, cf, np.inf).reshape(k, -1)[:, cols],
-        ],
-        1,
+    peak = np.zeros((k, num_devices))
+    _activation_peaks(
+        np.ascontiguousarray(units.succ_ptr, np.int64),
+        np.ascontiguousarray(units.succ_unit, np.int64),
+        np.ascontiguousarray(units.succ_data, np.bool_),
+        np.ascontiguousarray(units.external, np.float64),
+        np.ascontiguousarray(units.transient, np.float64),
+        np.ascontiguousarray(dev, np.int64),
+        s.start,
+        s.finish,
+        s.tx_start,
+        s.tx_end,
+        np.ascontiguousarray(np.broadcast_to(nbytes, need.shape), np.float64),
+        np.ascontiguousarray(need, np.bool_),
+        peak,
     )
-    rb = np.broadcast_to(nbytes, (k, u_n, dn)).reshape(k, -1)[:, cols]
-    deltas = np.concatenate(
-        [
-            np.broadcast_to(units.external + units.transient, (k, u_n)),
-            np.broadcast_to(-units.transient, (k, u_n)),
-            np.broadcast_to(-units.external, (k, u_n)),
-            rb,
-            -rb,
-        ],
-        1,
-    )
-    rdev = np.broadcast_to(ub, (k, u_n, dn)).reshape(k, -1)[:, cols]
-    devs = np.concatenate([dev, dev, dev, rdev, rdev], 1).astype(np.int8 if dn < 128 else np.int64)
-    n_ev = times.shape[1]
-    base = (np.arange(k) * n_ev)[:, None]
-    # Sort by time, then (stable, radix on small ints) by device: each row becomes
-    # one segment per device, in time order.
-    o = np.argsort(times, axis=1) + base
-    o = np.take_along_axis(o, np.argsort(devs.ravel()[o], axis=1, kind="stable"), 1).ravel()
-    t, dl, dv = times.ravel()[o], deltas.ravel()[o], devs.ravel()[o].astype(np.int64)
-    seg = dv + np.repeat(np.arange(k) * dn, n_ev)  # (row, device) segment id, non-decreasing
-    end = np.ones(len(t), dtype=bool)  # last event of a time on its device: memory is read there
-    end[:-1] = (t[1:] != t[:-1]) | (seg[1:] != seg[:-1])
-    cs = np.cumsum(dl)
-    counts = np.bincount(seg, minlength=k * dn)
-    first = np.cumsum(counts) - counts
-    before = np.where(first > 0, cs[np.maximum(first - 1, 0)], 0.0)
-    live = np.where(end, cs - np.repeat(before, counts), 0.0)
-    nz = counts > 0
-    peak = np.zeros(k * dn)
-    peak[nz] = np.maximum.reduceat(live, first[nz])
-    peak = np.maximum(peak, 0.0).reshape(k, dn)
-    return persist + peak
+    return per_device_sum(dev, np.broadcast_to(units.persistent, (k, u_n)), num_devices) + peak
+
+
+@numba.njit(cache=True)
+def _activation_peaks(ptr, succ, sdata, external, transient, dev, start, finish, tx_start, tx_end, nbytes, need, peak):
+    """Writes [K, D] peak activation bytes into `peak` (zeros on entry)."""
+    k_n, u_n = dev.shape
+    dn = need.shape[2]
+    last_read = np.empty((u_n, dn))  # last finish of a data reader of each unit on each device
+    cap = 3 * u_n + 2 * u_n * dn
+    t = np.empty(cap)
+    delta = np.empty(cap)
+    ev_dev = np.empty(cap, np.int64)
+    live = np.zeros(dn)
+    for k in range(k_n):
+        last_read[:, :] = -np.inf
+        for u in range(u_n):
+            for e in range(ptr[u], ptr[u + 1]):
+                if sdata[e]:
+                    h = succ[e]
+                    b = dev[k, h]
+                    if finish[k, h] > last_read[u, b]:
+                        last_read[u, b] = finish[k, h]
+        n = 0
+        for u in range(u_n):
+            d = dev[k, u]
+            # The unit's external outputs stay until its last reader on d finished
+            # and its transfers left.
+            release = max(finish[k, u], last_read[u, d])
+            for b in range(dn):
+                if need[k, u, b]:
+                    release = max(release, tx_end[k, u, b])
+                    t[n], delta[n], ev_dev[n] = tx_start[k, u, b], nbytes[k, u, b], b
+                    t[n + 1], delta[n + 1], ev_dev[n + 1] = last_read[u, b], -nbytes[k, u, b], b
+                    n += 2
+            t[n], delta[n], ev_dev[n] = start[k, u], external[u] + transient[u], d
+            t[n + 1], delta[n + 1], ev_dev[n + 1] = finish[k, u], -transient[u], d
+            t[n + 2], delta[n + 2], ev_dev[n + 2] = release, -external[u], d
+            n += 3
+        order = np.argsort(t[:n])
+        live[:] = 0.0
+        i = 0
+        while i < n:  # all events of one time first, then read memory
+            j = i
+            now = t[order[i]]
+            while j < n and t[order[j]] == now:
+                live[ev_dev[order[j]]] += delta[order[j]]
+                j += 1
+            for m in range(i, j):
+                d = ev_dev[order[m]]
+                if live[d] > peak[k, d]:
+                    peak[k, d] = live[d]
+            i = j
 
 
 def per_device_sum(dev: np.ndarray, values: np.ndarray, num_devices: int) -> np.ndarray:

@@ -34,11 +34,9 @@ latencies), and its memory is its external outputs (from the group start) plus
 the peak of its internal activations while it runs. Groups on a cycle of the
 group graph (closed by colocation constraints) are split into acyclic units
 first (`placer.measure.units.split_cycles`). This is the unit the paper's
-policy places, and it is what makes batches of a thousand placements per
-second possible in numpy; a placement that splits a group is simulated op by
-op. Batches of at least `batch_min` placements run in lock step
-(`schedule.schedule_batch`), smaller ones and graphs of many units on the heap
-engine (`schedule.schedule_one`); both give identical results.
+policy places, and it makes thousands of placements per second possible; a
+placement that splits a group is simulated op by op. Scheduling is
+`placer.measure.schedule` (compiled with numba), memory and the rest numpy.
 """
 
 from __future__ import annotations
@@ -57,7 +55,7 @@ from placer.measure.memory import peak_memory, per_device_sum
 from placer.measure.units import Units, contract, transfer_tables
 from placer.placement import Placement
 
-_CHUNK_ELEMS = 1 << 18  # [K, U, D] elements per lock-step batch (bounds memory, keeps arrays in cache)
+_CHUNK_ELEMS = 1 << 18  # [K, U, D] elements per simulated chunk (bounds memory, keeps arrays in cache)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -110,10 +108,6 @@ class Simulator:
       cluster: the devices and links.
       op_group: optional [n_ops] op-to-group map; batches of per-group
         placements ([K, n_groups]) are then accepted by `measure_devices`.
-      batch_min: smallest batch simulated with the numpy lock-step engine
-        (smaller ones, and graphs of more than `batch_max_units` units, use the
-        heap engine; both give identical results).
-      batch_max_units: see batch_min.
     """
 
     def __init__(
@@ -122,8 +116,6 @@ class Simulator:
         cluster: Cluster,
         *,
         op_group: Sequence[int] | None = None,
-        batch_min: int = 8,
-        batch_max_units: int = 3000,
     ):
         self.graph, self.cluster = graph, cluster
         self.num_devices = cluster.num_devices
@@ -134,7 +126,6 @@ class Simulator:
         self.memory = cluster.memory()
         self.latency = np.asarray(cluster.latency, dtype=np.float64)
         self.bandwidth = np.asarray(cluster.bandwidth, dtype=np.float64)
-        self.batch_min, self.batch_max_units = batch_min, batch_max_units
         keys = graph.colocation
         has = np.flatnonzero(keys != "")
         if len(has):
@@ -277,13 +268,7 @@ class Simulator:
         src = dev[:, :, None]
         dst = np.arange(dn)[None, None, :]
         xt = np.where(need, ntens * self.latency[src, dst] + nbytes / self.bandwidth[src, dst], 0.0)
-        if k >= self.batch_min and units.num_units <= self.batch_max_units:
-            s = sched.schedule_batch(units, dev, dur, need, xt, dn)
-        else:
-            parts = [sched.schedule_one(units, dev[i], dur[i], need[i], xt[i], dn) for i in range(k)]
-            s = sched.Schedule(
-                *(np.concatenate([getattr(p, f) for p in parts]) for f in ("start", "finish", "tx_start", "tx_end"))
-            )
+        s = sched.schedule(units, dev, dur, need, xt, dn)
         peak = peak_memory(units, dev, s, nbytes, need, dn)
         busy = per_device_sum(dev, dur, dn)
         step = s.finish.max(1) if units.num_units else np.zeros(k)
@@ -373,4 +358,4 @@ def simulate(graph: OpGraph, cluster: Cluster, devices: np.ndarray, *, trace: bo
       The SimResult: step time (s), per-device busy time (s) and peak memory
       (bytes), bytes moved, failure kind and message.
     """
-    return Simulator(graph, cluster, batch_min=2).simulate(np.asarray(devices), trace=trace)
+    return Simulator(graph, cluster).simulate(np.asarray(devices), trace=trace)
