@@ -8,10 +8,6 @@ Target: every graph extracts and groups in under 60 s and 4 GiB.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 from bench import report
 
 CASES = [
@@ -42,20 +38,7 @@ print("RESULT " + json.dumps(res))
 
 def measure(model: str, variant: str, timeout_s: float = 600.0) -> dict | str:
     """Runs one model in a subprocess; returns its results or a failure string."""
-    try:
-        r = subprocess.run(
-            [sys.executable, "-c", CHILD, model, variant],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env={"TF_CPP_MIN_LOG_LEVEL": "3", **__import__("os").environ},
-        )
-    except subprocess.TimeoutExpired:
-        return f"timed out after {timeout_s:.0f} s"
-    for line in r.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    return f"failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"
+    return report.run_child(CHILD, [model, variant], timeout_s)
 
 
 def main() -> None:

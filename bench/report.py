@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
+import subprocess
+import sys
 import time
 
 from graphs import atomic
@@ -33,3 +36,24 @@ def update_section(name: str, title: str, body: str, script: str) -> None:
     pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->\n", re.S)
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
     atomic.write_text(PATH, text)
+
+
+def run_child(code: str, args: list[str], timeout_s: float) -> dict | str:
+    """Runs `python -c code *args` in a fresh process (its own memory, its own TF).
+
+    The child prints one line "RESULT <json>". Returns that JSON, or a
+    one-line failure string (time-out, or the child's last stderr line).
+    """
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        r = subprocess.run(
+            [sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout_s, env=env
+        )
+    except subprocess.TimeoutExpired:
+        return f"timed out after {timeout_s:.0f} s"
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    err = r.stderr.strip()
+    return f"failed: {err.splitlines()[-1] if err else r.returncode}"

@@ -134,23 +134,47 @@ def import_for_session(metagraph: meta_graph_pb2.MetaGraphDef):
 
 
 def trace_busy_and_memory(run_metadata, device_names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-device busy seconds and peak allocator bytes from a traced step.
+    """Per-device busy seconds and peak memory bytes from a traced step.
 
-    Logical CPU devices share one allocator, so their peaks are the shared
-    allocator's peak.
+    The peak is the larger of the two readings of `trace_memory`.
     """
     pos = {n: i for i, n in enumerate(device_names)}
     busy = np.zeros(len(device_names))
-    peak = np.zeros(len(device_names))
+    for dev in run_metadata.step_stats.dev_stats:
+        i = pos.get(tf_util.short_device_name(dev.device))
+        if i is not None:
+            busy[i] += sum(max(ns.op_end_rel_micros - ns.op_start_rel_micros, 0) for ns in dev.node_stats) * 1e-6
+    return busy, np.maximum(*trace_memory(run_metadata, device_names))
+
+
+def trace_memory(run_metadata, device_names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Two readings of per-device peak memory (bytes) from a traced step.
+
+    Returns:
+      (activations, allocator): the step's allocation records on each device
+      replayed in time order (frees first at equal times), whose running sum
+      peaks at the most bytes allocated during the step live at once
+      (variables, allocated before, are not in it); and the largest
+      `allocator_bytes_in_use` snapshot of the device's allocator (everything
+      it held then, variables included; TF takes it for large allocations
+      only, so it is 0 for small graphs). Logical CPU devices share one
+      allocator, so their snapshots are shared.
+    """
+    pos = {n: i for i, n in enumerate(device_names)}
+    allocator = np.zeros(len(device_names))
+    records: list[list[tuple[int, int]]] = [[] for _ in device_names]
     for dev in run_metadata.step_stats.dev_stats:
         i = pos.get(tf_util.short_device_name(dev.device))
         if i is None:
             continue
         for ns in dev.node_stats:
-            busy[i] += max(ns.op_end_rel_micros - ns.op_start_rel_micros, 0) * 1e-6
             for m in ns.memory:
-                peak[i] = max(peak[i], m.peak_bytes)
-    return busy, peak
+                allocator[i] = max(allocator[i], m.allocator_bytes_in_use)
+                records[i].extend((r.alloc_micros, r.alloc_bytes) for r in m.allocation_records)
+    activations = np.array(
+        [max(0.0, float(np.max(np.cumsum([b for _, b in sorted(r)])))) if r else 0.0 for r in records]
+    )
+    return activations, allocator
 
 
 class SessionMeasurer(tf_util.OneAtATime):

@@ -45,7 +45,7 @@ SCRIPT = textwrap.dedent(
     out = {
         "devices": list(cluster.device_names),
         "ok": r.ok, "step_time": r.step_time, "bytes_moved": r.bytes_moved,
-        "busy": r.busy_time.tolist(),
+        "busy": r.busy_time.tolist(), "peak": r.peak_memory.tolist(),
         "ran_on": {n: where.get(n) for n in graph.names if n in where},
         "given": {n: cluster.device_names[d] for n, d in zip(graph.names, devs)},
     }
@@ -117,6 +117,13 @@ def test_placed_graph_runs_where_it_was_placed(result):
     assert all(ran[n] == given[n] for n in ran)
     assert result["busy"][0] > 0 and result["busy"][1] > 0
     assert result["bytes_moved"] >= 64 * 128 * 4  # x crosses to CPU:1
+
+
+def test_peak_memory_is_the_allocators_not_one_ops(result):
+    # CPU:0 holds x (64 x 128 floats) until w's gradient (128 x 256), computed on CPU:0
+    # from x and h's gradient, is written: more than any one op allocates.
+    x_bytes, w_bytes = 4 * 64 * 128, 4 * 128 * 256
+    assert result["peak"][0] >= x_bytes + w_bytes, result["peak"]
 
 
 def test_missing_device_is_an_error_measurement(result):
