@@ -68,23 +68,56 @@ def prediction_error(jobs: list[TraceJob]) -> dict[str, float]:
     }
 
 
+class OracleAllocator:
+    """SLAQ's rule (total objective) with foresight: each job's gain on s slots is read
+    from its recorded future losses and iteration times instead of the fitted curve and
+    runtime model, normalised the same way. What perfect prediction would give.
+
+    Args:
+      jobs: the traces of the workload.
+      epoch_s: seconds per epoch.
+    """
+
+    def __init__(self, jobs: list[TraceJob], epoch_s: float):
+        self.traces = {j.job_id: j for j in jobs}
+        self.epoch_s = epoch_s
+
+    def allocate(self, states: list[JobState], num_slots: int) -> dict:
+        """{job_id: slots}: one each (the earliest jobs if too few), then the largest marginal gains."""
+        alloc = {st.job_id: int(i < num_slots) for i, st in enumerate(states)}
+        marginals = []
+        for i, st in enumerate(states):
+            tr = self.traces[st.job_id]
+            k, last = int(st.iterations[-1]), len(tr.losses) - 1
+            iters = self.epoch_s / tr.seconds[min(k + 1, last), :]  # in one epoch on 1..M slots
+            future = np.interp(np.minimum(k + iters, last), np.arange(last + 1), tr.losses)
+            gain = (tr.losses[k] - np.r_[tr.losses[k], future]) / (st.max_change or 1.0)
+            marginals += [(g, i) for g in np.minimum.accumulate(np.diff(gain))[1:]]
+        marginals.sort(key=lambda x: -x[0])
+        for g, i in marginals[: max(num_slots - len(states), 0)]:
+            if g > 0:
+                alloc[states[i].job_id] += 1
+        return alloc
+
+
 def sharing(workloads: list[list[TraceJob]], num_slots: int, epoch_s: float) -> dict[str, dict[str, float]]:
     """Medians over workloads of each allocator's mean time to each target and average quality."""
-    allocators = {
-        "fair": FairAllocator,
-        "slaq": lambda: SlaqAllocator("total", epoch_s),
-        "slaq-min": lambda: SlaqAllocator("min", epoch_s),
-    }
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in allocators}
+    runs: dict[str, list[dict[str, float]]] = {}
     for jobs in workloads:
+        allocators = {
+            "fair": FairAllocator(),
+            "slaq": SlaqAllocator("total", epoch_s),
+            "slaq-min": SlaqAllocator("min", epoch_s),
+            "slaq-oracle": OracleAllocator(jobs, epoch_s),
+        }
         # Long enough for every job to finish alone after the last arrival, at its slowest.
         horizon = jobs[-1].arrival_s + max(float(j.seconds[1:, 0].sum()) for j in jobs)
-        for name, make in allocators.items():
-            r = simulate_sharing(jobs, make(), num_slots, epoch_s=epoch_s, horizon_s=horizon)
+        for name, allocator in allocators.items():
+            r = simulate_sharing(jobs, allocator, num_slots, epoch_s=epoch_s, horizon_s=horizon)
             row = {f"t{int(f * 100)}": r.mean_time_to(f) for f in TARGETS}
             row["quality"] = r.average_quality()
             row["unreached"] = float(np.sum(~np.isfinite(r.time_to[0.9])))
-            runs[name].append(row)
+            runs.setdefault(name, []).append(row)
     fair = runs["fair"]
     out = {}
     for name, rows in runs.items():
@@ -198,11 +231,14 @@ def main(quick: bool = False) -> None:
         for name, r in share.items():
             lines.append(
                 f"| {label} | {name} | {r['t80']:.1f} | {r['t90']:.1f} | {r['t95']:.1f} | {r['quality']:.3f} | "
-                f"{r['unreached']:.0f} | {-r['cut90']:+.1%} |"
+                f"{r['unreached']:.0f} | {0.0 - r['cut90']:+.1%} |"
             )
     lines += [
         "",
-        "Target: at least 25% lower mean time to 90% than fair share.",
+        "Target: at least 25% lower mean time to 90% than fair share. `slaq-oracle` is SLAQ's rule with",
+        "foresight (gains read from each job's recorded future instead of predicted): what perfect prediction",
+        "would give under SLAQ's objective, which maximises the summed normalised loss reduction per epoch,",
+        "not the time to 90%.",
         "",
         "### Allocation latency",
         "",
