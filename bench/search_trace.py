@@ -16,7 +16,7 @@ a failed placement fails in its first step, charged the median step time of
 the iteration's successful samples.
 
 Jobs arrive as a Poisson process with a mean gap of 15 s (the SLAQ paper's).
-About 15 minutes on 2 cores:
+About 10 minutes on 2 cores:
 
   .venv/bin/python -m bench.search_trace [--steps=80]
 """
