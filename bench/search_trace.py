@@ -15,7 +15,8 @@ MEASURE_STEPS steps (SessionMeasurer's default: 2 warm-up, 5 timed, 1 traced);
 a failed placement fails in its first step, charged the median step time of
 the iteration's successful samples.
 
-Jobs arrive as a Poisson process with a mean gap of 15 s (the SLAQ paper's).
+Jobs arrive as a Poisson process with a mean gap of 15 s (the SLAQ paper's;
+bench/slaq.py draws new arrivals for each of its workloads).
 About 10 minutes on 2 cores:
 
   .venv/bin/python -m bench.search_trace [--steps=80]
@@ -31,13 +32,13 @@ import numpy as np
 from absl import app, flags
 
 from bench import report
+from bench import slaq as slaq_bench
 
 _STEPS = flags.DEFINE_integer("steps", 80, "REINFORCE iterations per search.")
 _OUT = flags.DEFINE_string("out", os.path.join(report.ROOT, "bench", "data", "search_trace.csv"), "Trace CSV.")
 
 SAMPLES = 16  # placements per iteration = the most slots a search can use
 MEASURE_STEPS = 8  # device steps to measure one placement: SessionMeasurer's 2 warm-up + 5 timed + 1 traced
-MEAN_GAP_S = 15.0  # mean seconds between arrivals (SLAQ paper)
 MODELS = ("configs/rnnlm.py", "configs/nmt.py", "configs/inception_v3.py")
 CLUSTERS = ("k80x2", "k80x4")
 
@@ -117,11 +118,9 @@ def main(argv) -> None:
     del argv
     from placer.slaq_trace import TraceJob, save_trace  # noqa: PLC0415
 
-    rng = np.random.default_rng(0)
-    arrivals = np.concatenate([[0.0], np.cumsum(rng.exponential(MEAN_GAP_S, size=19))])
     out = []
     t0 = time.time()
-    for (name, spec, cluster, seed), arrival in zip(jobs(), arrivals, strict=True):
+    for name, spec, cluster, seed in jobs():
         losses, seconds, policy_s = record(name, spec, cluster, seed, _STEPS.value)
         print(
             f"{name}: loss {losses[0]:.3f} -> {losses[-1]:.3f}, policy {policy_s:.2f} s/iteration, "
@@ -129,9 +128,9 @@ def main(argv) -> None:
             f"({time.time() - t0:.0f} s so far)",
             flush=True,
         )
-        out.append(TraceJob(name, round(float(arrival), 2), np.round(losses, 5), np.round(seconds, 4)))
+        out.append(TraceJob(name, 0.0, np.round(losses, 5), np.round(seconds, 4)))
     os.makedirs(os.path.dirname(_OUT.value), exist_ok=True)
-    save_trace(_OUT.value, out)
+    save_trace(_OUT.value, slaq_bench.rearrive(out, seed=0))
     print(f"wrote {_OUT.value}: {len(out)} searches in {time.time() - t0:.0f} s")
 
 
