@@ -3,9 +3,8 @@
 import os
 import stat
 import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.cli import ROOT, run_module
 
 
 def test_shell_script_skips_when_nvidia_smi_finds_no_gpu(tmp_path):
@@ -30,16 +29,7 @@ def test_shell_script_skips_when_nvidia_smi_finds_no_gpu(tmp_path):
 
 
 def test_python_check_skips_when_tensorflow_sees_no_gpu(tmp_path):
-    env = dict(
-        os.environ,
-        CUDA_VISIBLE_DEVICES="-1",
-        OUT=str(tmp_path),
-        TF_CPP_MIN_LOG_LEVEL="3",
-        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.gpu_check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
+    proc = run_module("bench.gpu_check", CUDA_VISIBLE_DEVICES="-1", OUT=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "no GPU: skipped (TensorFlow sees no GPU on this machine)" in proc.stdout.splitlines()
     assert list(tmp_path.iterdir()) == []  # nothing written when skipped

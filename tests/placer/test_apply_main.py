@@ -1,14 +1,12 @@
 """placer-apply end to end on the tiny NMT with 2 logical CPU devices (each run in its own process)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.cli import run_module
+
 CONFIG = "configs/nmt.py:tiny"
 
 
@@ -58,9 +56,7 @@ def placements(tmp_path_factory):
 
 
 def _run(*args):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-    cmd = [sys.executable, "-m", "placer.apply_main", f"--config={CONFIG}", "--logical_cpus=2", "--steps=2", *args]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return run_module("placer.apply_main", f"--config={CONFIG}", "--logical_cpus=2", "--steps=2", *args)
 
 
 MAP = "--device_map=GPU:0=CPU:0,GPU:1=CPU:1"

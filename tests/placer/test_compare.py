@@ -2,9 +2,6 @@
 
 import csv
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -13,8 +10,8 @@ from placer import cluster as cluster_lib
 from placer import compare_lib
 from placer.measure.simulator import Simulator
 from placer.placement import Placement
+from tests.cli import run_module
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MB = 10**6
 
 
@@ -118,14 +115,8 @@ def test_not_strict_reports_inapplicable_baseline():
 
 def run(tmp_path, *args):
     (tmp_path / "g.json").write_text(json.dumps(GRAPH))
-    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3", MPLBACKEND="Agg")
-    return subprocess.run(
-        [sys.executable, "-m", "placer.compare_main", f"--graph={tmp_path / 'g.json'}", *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=180,
+    return run_module(
+        "placer.compare_main", f"--graph={tmp_path / 'g.json'}", *args, cwd=tmp_path, timeout=180, MPLBACKEND="Agg"
     )
 
 

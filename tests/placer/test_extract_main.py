@@ -1,26 +1,15 @@
 """placer-extract end to end on the tiny NMT, and its bad-input errors."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from graphs import io
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.cli import ROOT, run_module
 
 
 def run(*args):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run(
-        [sys.executable, "-m", "placer.extract_main", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-    )
+    return run_module("placer.extract_main", *args)
 
 
 def error_lines(stderr):

@@ -1,13 +1,10 @@
 """placer-measure end to end on a hand-written graph file, and its bad-input errors."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.cli import run_module
 
 # a (1 s on GPU) -> b (2 s) -> c (3 s); 1e10 bytes from a to b.
 GRAPH = {
@@ -51,15 +48,7 @@ def placement(ops, devices=("/device:CPU:0", "/device:GPU:0", "/device:GPU:1")):
 
 def run(tmp_path, *args):
     (tmp_path / "g.json").write_text(json.dumps(GRAPH))
-    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run(
-        [sys.executable, "-m", "placer.measure_main", f"--graph={tmp_path / 'g.json'}", *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=120,
-    )
+    return run_module("placer.measure_main", f"--graph={tmp_path / 'g.json'}", *args, cwd=tmp_path, timeout=120)
 
 
 @pytest.fixture

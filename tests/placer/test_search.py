@@ -3,8 +3,6 @@
 import csv
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -18,9 +16,9 @@ from graphs.op_graph import OpGraph
 from placer import search_jobs, search_report
 from placer.measure.base import ERROR, TIMEOUT, Measurement
 from placer.search_engines import InProcessEngine, spread
+from tests.cli import ROOT, run_module
 
 MB = 1 << 20
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # ----- tiny workloads (also used by test_search_ray.py) ----------------------
@@ -226,14 +224,7 @@ def test_jobs_file_overrides_and_order(tmp_path):
 
 def test_cli_bad_jobs_file_is_one_line_exit_2(tmp_path):
     path = write_workload(tmp_path, job_fields=", colour='red'")
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    p = subprocess.run(
-        [sys.executable, "-m", "placer.search_main", f"--jobs={path}", f"--workdir={tmp_path / 'out'}"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
+    p = run_module("placer.search_main", f"--jobs={path}", f"--workdir={tmp_path / 'out'}")
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [p.stderr.strip()]
     assert p.stderr.startswith("error: ") and "unknown field 'colour'" in p.stderr
