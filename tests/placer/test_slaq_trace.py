@@ -5,6 +5,7 @@ import pytest
 
 from graphs.errors import InputError
 from placer.slaq import FairAllocator, SlaqAllocator
+from placer.slaq_curves import fit_runtime
 from placer.slaq_trace import (
     TraceJob,
     load_trace,
@@ -101,6 +102,14 @@ def test_slaq_reaches_90_percent_no_later_than_fair():
     assert np.all(np.isfinite(slaq.time_to[0.9]))
     assert slaq.mean_time_to(0.9) <= fair.mean_time_to(0.9)
     assert slaq.time_to[0.9][1] < fair.time_to[0.9][1] and slaq.time_to[0.9][2] < fair.time_to[0.9][2]
+
+
+def test_synthetic_workload_serial_fraction_is_what_the_runtime_fit_recovers():
+    for lo, hi in ((0.05, 0.05), (0.1, 0.3)):
+        for j in synthetic_workload(20, seed=3, max_slots=8, iterations=(5, 6), serial=(lo, hi)):
+            rt = fit_runtime(np.arange(1, 9), j.seconds[1])
+            assert lo - 1e-9 <= rt.b / rt.a <= hi + 1e-9
+            assert 1.0 <= rt.a <= 10.0
 
 
 def test_synthetic_workload_shape_and_poisson_arrivals():
