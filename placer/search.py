@@ -30,7 +30,7 @@ from placer.cli import one_line
 from placer.reinforce import Trainer
 from placer.search_jobs import JobSpec, Workload
 from placer.search_report import JobCurve
-from placer.slaq import FairAllocator, JobState, SlaqAllocator
+from placer.slaq import NORMALISERS, FairAllocator, JobState, SlaqAllocator
 
 POLICIES = ("slaq", "fair")
 
@@ -80,10 +80,12 @@ def prepare(work: Workload, *, log: Callable = print) -> list[Prepared]:
     return out
 
 
-def make_allocator(policy: str, epoch_s: float):
-    """SlaqAllocator (policy "slaq") or FairAllocator ("fair")."""
+def make_allocator(policy: str, epoch_s: float, normalise: str = "max_change"):
+    """SlaqAllocator (policy "slaq", with that normaliser) or FairAllocator ("fair")."""
     if policy == "slaq":
-        return SlaqAllocator("total", epoch_s=epoch_s)
+        if normalise not in NORMALISERS:
+            raise InputError(f"unknown normaliser {normalise!r} (valid: {', '.join(NORMALISERS)})")
+        return SlaqAllocator("total", epoch_s=epoch_s, normalise=normalise)
     if policy == "fair":
         return FairAllocator()
     raise InputError(f"unknown policy {policy!r} (valid: {', '.join(POLICIES)}, both)")
@@ -228,6 +230,7 @@ def run_policy(
     *,
     epoch_s: float,
     workdir: str,
+    normalise: str = "max_change",
     log: Callable = print,
     on_epoch: Callable | None = None,
 ) -> dict:
@@ -240,13 +243,14 @@ def run_policy(
       epoch_s: seconds between reallocations (also on every arrival and end).
       workdir: output folder of this run (per-job trainer folders under jobs/,
         curves, allocations.csv and summary.json).
+      normalise: SLAQ's normaliser ("max_change" or "fitted_total", see placer.slaq).
       log: where progress lines go.
       on_epoch: optional callback(run_seconds, {job: slots}) after each reallocation.
 
     Returns:
       The summary (also written to workdir/summary.json).
     """
-    allocator = make_allocator(policy, epoch_s)
+    allocator = make_allocator(policy, epoch_s, normalise)
     lock = threading.Condition()
     wake = threading.Event()
     searches = [_Search(p, engine, os.path.join(workdir, "jobs", p.spec.name), lock, wake) for p in prepared]
@@ -295,6 +299,7 @@ def run_policy(
     curves = [s.curve for s in searches]
     summary = search_report.summarise(policy, curves, epochs, slots=engine.num_slots, epoch_s=epoch_s, wall_s=wall)
     summary["engine"] = {"retried_chunks": engine.retried, "timed_out_chunks": engine.timed_out}
+    summary["normalise"] = normalise if policy == "slaq" else None
     search_report.write_outputs(workdir, summary, curves, allocations)
     return summary
 
@@ -314,6 +319,7 @@ def run_search(
     policy: str,
     workdir: str,
     engine_factory: Callable,
+    normalise: str = "max_change",
     log: Callable = print,
 ) -> dict[str, dict]:
     """Runs a jobs file under one policy or both ("both": SLAQ, then fair share, on the same workload).
@@ -325,6 +331,7 @@ def run_search(
       policy: "slaq", "fair" or "both".
       workdir: output folder; each policy writes into workdir/<policy>/.
       engine_factory: engine_factory(slots) -> Engine; a fresh engine per policy.
+      normalise: SLAQ's normaliser ("max_change" or "fitted_total", see placer.slaq).
       log: where progress lines and the tables go.
 
     Returns:
@@ -339,13 +346,15 @@ def run_search(
         raise InputError(f"--epoch_s must be positive, got {epoch_s}")
     policies = list(POLICIES) if policy == "both" else [policy]
     for p in policies:
-        make_allocator(p, epoch_s)
+        make_allocator(p, epoch_s, normalise)
     check_workdir(workdir, policies)
     prepared = prepare(work, log=log)
     out = {}
     for p in policies:
         with engine_factory(slots) as engine:
-            out[p] = run_policy(prepared, engine, p, epoch_s=epoch_s, workdir=os.path.join(workdir, p), log=log)
+            out[p] = run_policy(
+                prepared, engine, p, epoch_s=epoch_s, workdir=os.path.join(workdir, p), normalise=normalise, log=log
+            )
         log("")
         log(search_report.format_table(out[p]))
     if len(out) == 2:

@@ -19,6 +19,12 @@ _JOBS = flags.DEFINE_string("jobs", None, "Jobs file, e.g. configs/searches/demo
 _SLOTS = flags.DEFINE_integer("slots", 4, "Measurement slots in the pool.")
 _EPOCH = flags.DEFINE_float("epoch_s", 2.0, "Seconds between reallocations of the slots.")
 _POLICY = flags.DEFINE_enum("policy", "slaq", ["slaq", "fair", "both"], "Slot allocation policy.")
+_NORMALISE = flags.DEFINE_enum(
+    "normalise",
+    "max_change",
+    ["max_change", "fitted_total"],
+    "SLAQ's normaliser of loss reductions: the largest change so far (SLAQ paper) or the fitted total reduction.",
+)
 _ENGINE = flags.DEFINE_enum("engine", "inprocess", ["inprocess", "ray"], "Where measurement workers run.")
 _RAY_ADDRESS = flags.DEFINE_string("ray_address", None, "Ray cluster address (default: start a local Ray).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
@@ -54,6 +60,7 @@ def main(argv):
         policy=_POLICY.value,
         workdir=_WORKDIR.value,
         engine_factory=engine_factory,
+        normalise=_NORMALISE.value,
     )
 
 

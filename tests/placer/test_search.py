@@ -231,6 +231,24 @@ def test_cli_bad_jobs_file_is_one_line_exit_2(tmp_path):
     assert not os.path.exists(tmp_path / "out")
 
 
+def test_unknown_normaliser_is_refused_before_anything_starts(tmp_path):
+    from placer import search
+
+    work = search_jobs.load_workload(write_workload(tmp_path, steps=5))
+    with pytest.raises(InputError, match="unknown normaliser 'span'"):
+        search.run_search(
+            work,
+            slots=4,
+            epoch_s=0.2,
+            policy="both",
+            workdir=str(tmp_path / "out"),
+            engine_factory=lambda n: InProcessEngine(n),
+            normalise="span",
+            log=lambda *a: None,
+        )
+    assert not os.path.exists(tmp_path / "out")
+
+
 def test_demo_jobs_file_is_valid():
     work = search_jobs.load_workload(os.path.join(ROOT, "configs/searches/demo.py"))
     assert len(work.jobs) == 5 and len({j.name for j in work.jobs}) == 5
@@ -250,9 +268,11 @@ def test_three_searches_on_four_slots_under_both_policies(tmp_path):
         policy="both",
         workdir=str(tmp_path / "out"),
         engine_factory=lambda n: InProcessEngine(n),
+        normalise="fitted_total",
         log=lambda *a: None,
     )
     assert set(out) == {"slaq", "fair"}
+    assert out["slaq"]["normalise"] == "fitted_total" and out["fair"]["normalise"] is None
     for policy in ("slaq", "fair"):
         folder = tmp_path / "out" / policy
         summary = json.loads((folder / "summary.json").read_text())

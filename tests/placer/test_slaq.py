@@ -81,10 +81,26 @@ def test_max_min_objective_favours_the_worst_job():
     assert alloc["behind"] == 9 and alloc["ahead"] == 1
 
 
+def test_normaliser_decides_between_a_big_first_step_and_a_geometric_curve():
+    # Both fall from 1 towards 0 (fitted total reduction 1); iterations take 2/s + 0.1 s.
+    # "young" = 1/(k+1) at k=5, largest change 0.5; "old" = 0.9^k at k=20, largest change 0.1.
+    # In a 1 s epoch, 1 slot runs 0.476 iterations and 2 slots 0.909, so the second slot
+    # wins young 1/6.476 - 1/6.909 = 0.0097 of its total and old 0.9^20 (0.9^0.476 - 0.9^0.909)
+    # = 0.0052. Over the largest change: young 0.019, old 0.052.
+    young = _job("young", lambda k: 1.0 / (k + 1.0), n=6)
+    old = _job("old", lambda k: 0.9**k, n=21)
+    by_change = SlaqAllocator(epoch_s=1.0).allocate([young, old], 10)
+    by_total = SlaqAllocator(epoch_s=1.0, normalise="fitted_total").allocate([young, old], 10)
+    assert by_change["old"] > by_change["young"] >= 1
+    assert by_total["young"] > by_total["old"] >= 1
+
+
 def _heap_reference(allocator, jobs, num_slots):
     """Slot-by-slot greedy with a heap of marginal keys: what the vectorised code must equal."""
     m = slaq._unpack(np.array([j.model_row() for j in jobs], dtype=float))
-    keys = slaq._slot_keys(m, np.arange(2.0, num_slots + 2.0), allocator.epoch_s, allocator.objective)
+    keys = slaq._slot_keys(
+        m, np.arange(2.0, num_slots + 2.0), allocator.epoch_s, allocator.objective, allocator.normalise
+    )
     counts = [1] * len(jobs)
     heap = [(-keys[i, 0], i) for i in range(len(jobs))]
     heapq.heapify(heap)
@@ -97,8 +113,10 @@ def _heap_reference(allocator, jobs, num_slots):
     return {j.job_id: c for j, c in zip(jobs, counts, strict=True)}
 
 
-@pytest.mark.parametrize("objective", ["total", "min"])
-def test_vectorised_allocation_equals_heap_greedy(objective):
+@pytest.mark.parametrize(
+    "objective,normalise", [("total", "max_change"), ("total", "fitted_total"), ("min", "max_change")]
+)
+def test_vectorised_allocation_equals_heap_greedy(objective, normalise):
     rng = np.random.default_rng(1)
     jobs = []
     for i in range(8):
@@ -116,7 +134,7 @@ def test_vectorised_allocation_equals_heap_greedy(objective):
                 slots=(1, int(rng.integers(2, 9))),
             )
         )
-    allocator = SlaqAllocator(objective, epoch_s=3.0)
+    allocator = SlaqAllocator(objective, epoch_s=3.0, normalise=normalise)
     for slots in (8, 13, 40, 200):
         assert allocator.allocate(jobs, slots) == _heap_reference(allocator, jobs, slots)
 
@@ -128,6 +146,8 @@ def test_fair_share_splits_evenly_with_remainder_to_earliest():
     assert FairAllocator().allocate([], 5) == {}
 
 
-def test_bad_objective_is_refused():
-    with pytest.raises(ValueError):
+def test_bad_objective_or_normaliser_is_refused():
+    with pytest.raises(ValueError, match="objective"):
         SlaqAllocator("best")
+    with pytest.raises(ValueError, match="normalise"):
+        SlaqAllocator(normalise="span")
