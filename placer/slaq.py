@@ -206,13 +206,18 @@ def _predicted_loss(m: dict[str, np.ndarray], ks: np.ndarray) -> np.ndarray:
 NORMALISERS = ("max_change", "fitted_total")
 
 
+def _fitted_span(m: dict[str, np.ndarray]) -> np.ndarray:
+    """[J, 1] first loss minus the fitted asymptote, NaN where no curve is fitted or it is not positive."""
+    span = m["first_loss"] - m["asymptote"]
+    return np.where((m["code"] != 0) & np.isfinite(span) & (span > 0), span, np.nan)
+
+
 def _normaliser(m: dict[str, np.ndarray], normalise: str) -> np.ndarray:
     """[J, 1] what each job's predicted loss reduction is divided by (see module docstring)."""
     if normalise == "max_change":
         return m["max_change"]
-    span = m["first_loss"] - m["asymptote"]
-    fitted = (m["code"] != 0) & np.isfinite(span) & (span > 0)
-    return np.where(fitted, span, m["max_change"])
+    span = _fitted_span(m)
+    return np.where(np.isnan(span), m["max_change"], span)
 
 
 def _slot_keys(
@@ -232,8 +237,8 @@ def _slot_keys(
         if objective == "total":
             keys = marginal
         else:
-            span = m["first_loss"] - m["asymptote"]
-            q = np.where((m["code"] == 0) | ~(span > 0), 1.0, (loss[:, :-1] - m["asymptote"]) / span)
+            span = _fitted_span(m)
+            q = np.where(np.isnan(span), 1.0, (loss[:, :-1] - m["asymptote"]) / span)
             keys = np.where(marginal > 0, np.clip(q, 0.0, 1.0), -1.0)
     keys = np.where(s > m["cap"], -np.inf, keys)
     return keys
