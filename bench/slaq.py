@@ -32,6 +32,8 @@ from placer.slaq import FairAllocator, JobState, SlaqAllocator
 from placer.slaq_trace import SERIAL_FRACTION, TARGETS, TraceJob, load_trace, simulate_sharing, synthetic_workload
 
 AHEAD = 10  # iterations ahead predicted
+SWEEP_SLOTS = (32, 64, 128)  # pool sizes of the load and scaling sweep
+SWEEP_ALLOCATORS = ("slaq", "slaq-fitted", "slaq-oracle")  # compared with fair share in the sweep
 SEARCH_TRACE = os.path.join(report.ROOT, "bench", "data", "search_trace.csv")  # from bench/search_trace.py
 MEAN_GAP_S = 15.0  # mean seconds between arrivals (SLAQ paper)
 
@@ -222,9 +224,9 @@ def main(quick: bool = False) -> None:
     sweep = {(SERIAL_FRACTION, slots): shares[0][1]}
     for serial in (SERIAL_FRACTION, more_serial):
         w = [synthetic_workload(num_jobs, seed=seed, serial=serial) for seed in seeds]
-        for n in (32, 64, 128):
+        for n in SWEEP_SLOTS:
             if (serial, n) not in sweep:
-                sweep[(serial, n)] = sharing(w, n, epoch, ("fair", "slaq", "slaq-fitted", "slaq-oracle"))
+                sweep[(serial, n)] = sharing(w, n, epoch, ("fair", *SWEEP_ALLOCATORS))
     jobs_axis = [500, 1000, 2000, 4000]
     slots_axis = [1024, 4096, 16384]
     lat = latency(jobs_axis, slots_axis, 3 if quick else 7)
@@ -288,15 +290,12 @@ def main(quick: bool = False) -> None:
         "job held near its one guaranteed slot) nor plentiful (most jobs at their 16 under either allocator):",
         "",
         "| serial fraction b/a | "
-        + " | ".join(f"{n} slots: slaq / slaq-fitted / oracle" for n in (32, 64, 128))
+        + " | ".join(f"{n} slots: " + " / ".join(SWEEP_ALLOCATORS) for n in SWEEP_SLOTS)
         + " |",
-        "|---|---|---|---|",
+        "|---|" + "---|" * len(SWEEP_SLOTS),
     ]
     for serial, label in ((SERIAL_FRACTION, "as recorded searches"), (more_serial, "more serial")):
-        cells = [
-            " / ".join(f"{-sweep[(serial, n)][a]['cut90']:+.1%}" for a in ("slaq", "slaq-fitted", "slaq-oracle"))
-            for n in (32, 64, 128)
-        ]
+        cells = [" / ".join(f"{-sweep[(serial, n)][a]['cut90']:+.1%}" for a in SWEEP_ALLOCATORS) for n in SWEEP_SLOTS]
         lines.append(f"| U{serial} ({label}) | " + " | ".join(cells) + " |")
     lines += [
         "",

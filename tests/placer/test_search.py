@@ -231,21 +231,26 @@ def test_cli_bad_jobs_file_is_one_line_exit_2(tmp_path):
     assert not os.path.exists(tmp_path / "out")
 
 
-def test_unknown_normaliser_is_refused_before_anything_starts(tmp_path):
+def _run_search(work, workdir, policy, **kwargs):
+    """placer.search.run_search on 4 in-process slots, epochs of 0.2 s, quietly."""
     from placer import search
 
+    return search.run_search(
+        work,
+        slots=4,
+        epoch_s=0.2,
+        policy=policy,
+        workdir=str(workdir),
+        engine_factory=lambda n: InProcessEngine(n),
+        log=lambda *a: None,
+        **kwargs,
+    )
+
+
+def test_unknown_normaliser_is_refused_before_anything_starts(tmp_path):
     work = search_jobs.load_workload(write_workload(tmp_path, steps=5))
     with pytest.raises(InputError, match="unknown normaliser 'span'"):
-        search.run_search(
-            work,
-            slots=4,
-            epoch_s=0.2,
-            policy="both",
-            workdir=str(tmp_path / "out"),
-            engine_factory=lambda n: InProcessEngine(n),
-            normalise="span",
-            log=lambda *a: None,
-        )
+        _run_search(work, tmp_path / "out", "both", normalise="span")
     assert not os.path.exists(tmp_path / "out")
 
 
@@ -258,19 +263,8 @@ def test_demo_jobs_file_is_valid():
 
 
 def test_three_searches_on_four_slots_under_both_policies(tmp_path):
-    from placer import search
-
     work = search_jobs.load_workload(write_workload(tmp_path, steps=5))
-    out = search.run_search(
-        work,
-        slots=4,
-        epoch_s=0.2,
-        policy="both",
-        workdir=str(tmp_path / "out"),
-        engine_factory=lambda n: InProcessEngine(n),
-        normalise="fitted_total",
-        log=lambda *a: None,
-    )
+    out = _run_search(work, tmp_path / "out", "both", normalise="fitted_total")
     assert set(out) == {"slaq", "fair"}
     assert out["slaq"]["normalise"] == "fitted_total" and out["fair"]["normalise"] is None
     for policy in ("slaq", "fair"):
@@ -293,15 +287,7 @@ def test_three_searches_on_four_slots_under_both_policies(tmp_path):
             per_epoch[r["time_s"]] = per_epoch.get(r["time_s"], 0) + int(r["slots"])
         assert max(per_epoch.values()) <= 4
     with pytest.raises(InputError, match="holds an earlier run"):
-        search.run_search(
-            work,
-            slots=4,
-            epoch_s=0.2,
-            policy="fair",
-            workdir=str(tmp_path / "out"),
-            engine_factory=lambda n: InProcessEngine(n),
-            log=lambda *a: None,
-        )
+        _run_search(work, tmp_path / "out", "fair")
 
 
 class FailingJobEngine(InProcessEngine):
