@@ -18,6 +18,8 @@ demo: $(VENV)/.installed
 	$(BIN)/python -m placer.demo
 
 test: $(VENV)/.installed
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q tests
 
 bench: $(VENV)/.installed

@@ -16,6 +16,9 @@ setup(
         "numba",
         "scipy",
         "networkx",
+        "tqdm",
+        "tabulate",
+        "jsonschema",
         "absl-py",
         "ml-collections",
         "matplotlib",
@@ -24,7 +27,7 @@ setup(
         "pymetis",
     ],
     extras_require={
-        "test": ["pytest", "ruff"],
+        "test": ["pytest", "ruff", "import-linter"],
         "ray": ["ray"],
     },
     entry_points={

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from graphs.errors import InputError
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
-from placer.placement import Placement
+from placer.core.cluster import Cluster
+from placer.core.errors import InputError
+from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 
 
 def device_types(cluster: Cluster) -> np.ndarray:

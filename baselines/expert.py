@@ -38,10 +38,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from graphs.errors import InputError
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
-from placer.placement import Placement
+from placer.core.cluster import Cluster
+from placer.core.errors import InputError
+from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 
 LAYERED_MODELS = ("nmt", "rnnlm")
 SINGLE_GPU_MODELS = ("inception_v3",)

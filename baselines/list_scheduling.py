@@ -25,9 +25,9 @@ import heapq
 import numpy as np
 
 from baselines import common
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
-from placer.placement import Placement
+from placer.core.cluster import Cluster
+from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 
 
 @dataclasses.dataclass(frozen=True)

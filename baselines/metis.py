@@ -16,9 +16,9 @@ import numpy as np
 
 from baselines import common
 from baselines.scotch import source_graph
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
-from placer.placement import Placement
+from placer.core.cluster import Cluster
+from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 
 
 def place(graph: OpGraph, cluster: Cluster, *, seed=None, use_cpu: bool = False, **options) -> Placement:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from baselines import common
 from baselines.scotch import scotch_map
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
-from placer.placement import Placement
+from placer.core.cluster import Cluster
+from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 
 
 def place(graph: OpGraph, cluster: Cluster, *, seed=None, strategy: str | None = None, **options) -> Placement:

@@ -11,10 +11,10 @@ import importlib
 from collections.abc import Callable
 
 from baselines import list_scheduling, metis, mincut, scotch, sct, single
-from graphs.errors import InputError
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
-from placer.placement import Placement
+from placer.core.cluster import Cluster
+from placer.core.errors import InputError
+from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 
 
 def _lazy(module: str, attr: str = "place") -> Callable[..., Placement]:

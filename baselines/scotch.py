@@ -32,9 +32,9 @@ from ctypes import byref
 import numpy as np
 
 from baselines import common
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
-from placer.placement import Placement
+from placer.core.cluster import Cluster
+from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 
 VERTEX_TOTAL = 10**8  # sum of integer vertex loads after scaling
 EDGE_MAX = 10**6  # largest integer edge load after scaling

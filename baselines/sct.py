@@ -36,9 +36,9 @@ import scipy.sparse
 
 from baselines import common
 from baselines.list_scheduling import etf_schedule, targets_of
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
-from placer.placement import Placement
+from placer.core.cluster import Cluster
+from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 
 LP_MAX_VARS = 8_000  # edges + ops + 1 above which the greedy rule is used (~2,000 ops: a few s)
 LP_TIME_LIMIT = 20.0  # seconds HiGHS may take before the greedy rule is used

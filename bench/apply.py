@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from placer import local_cluster  # noqa: E402
+from graphs import local_cluster  # noqa: E402
 
 NUM_CPUS = 2
 local_cluster.configure_logical_cpus(NUM_CPUS)
@@ -32,10 +32,11 @@ import models  # noqa: E402
 from baselines import registry as baselines  # noqa: E402
 from bench import report  # noqa: E402
 from graphs import costs, extract  # noqa: E402
-from placer import apply, apply_run  # noqa: E402
-from placer.configs_util import load_config  # noqa: E402
+from placer.apply import devices as apply  # noqa: E402
+from placer.apply import run as apply_run  # noqa: E402
+from placer.core.configs_util import load_config  # noqa: E402
+from placer.core.placement import Placement  # noqa: E402
 from placer.measure.simulator import Simulator  # noqa: E402
-from placer.placement import Placement  # noqa: E402
 
 # variant -> (timed steps, profiled steps); the paper size takes seconds a step here.
 VARIANTS = {"tiny": (10, 3), "": (3, 1)}

@@ -13,9 +13,9 @@ import numpy as np
 
 from baselines import registry
 from bench import report
-from graphs.op_graph import OpGraph
-from placer import cluster as cluster_lib
-from placer.cluster import Device
+from placer.core import cluster as cluster_lib
+from placer.core.cluster import Device
+from placer.core.op_graph import OpGraph
 
 
 def layered_graph(n: int, width: int = 100, fan_in: int = 2, seed: int = 0) -> OpGraph:

@@ -20,7 +20,8 @@ CASES = [
 ]
 CHILD = r"""
 import importlib, json, resource, sys, time
-from graphs import extract, grouping
+from graphs import extract
+from placer.core import grouping
 import models
 model, variant = sys.argv[1], sys.argv[2]
 config = importlib.import_module("configs." + model).get_config(variant)
@@ -63,7 +64,7 @@ def main() -> None:
         print(rows[-1], flush=True)
     body = (
         "Target: each graph extracts and groups in under 60 s and 4 GiB. One run per model, each in a fresh "
-        "process; peak RSS includes building the TF graph. Grouping by graphs/grouping.py `group` with the "
+        "process; peak RSS includes building the TF graph. Grouping by placer/core/grouping.py `group` with the "
         "default steps, without coarsening (`target_groups=0`) and with the default `target_groups=256`; "
         "every group graph is acyclic and every colocation set lies within one tie class (checked). "
         "Tie classes are the groups whose device a placement chooses.\n\n" + "\n".join(rows)

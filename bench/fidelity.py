@@ -81,11 +81,16 @@ def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int)
       that the simulation lacks (s) and wall times (s).
     """
     import models  # noqa: PLC0415
-    from graphs import costs, extract  # noqa: PLC0415
-    from placer import configs_util, local_cluster  # noqa: PLC0415
+    from graphs import (  # noqa: PLC0415
+        costs,
+        extract,
+        local_cluster,  # noqa: PLC0415
+        tf_session,  # noqa: PLC0415
+    )
+    from placer.core import configs_util  # noqa: PLC0415
+    from placer.core.placement import Placement  # noqa: PLC0415
     from placer.measure import session as session_lib  # noqa: PLC0415
     from placer.measure.simulator import Simulator  # noqa: PLC0415
-    from placer.placement import Placement  # noqa: PLC0415
 
     t0 = time.time()
     model = models.build(configs_util.load_config(spec).model)
@@ -98,7 +103,7 @@ def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int)
         graph, np.zeros(graph.num_ops, dtype=np.int64), cluster.device_names, method="single_cpu"
     )
     sim = Simulator(graph, cluster).measure([placement])[0]
-    fetches = session_lib.as_metagraph(model).collection_def["train_op"].node_list.value
+    fetches = tf_session.as_metagraph(model).collection_def["train_op"].node_list.value
     run = step_fan_in(graph, list(fetches))
     measurer = session_lib.SessionMeasurer(
         model, graph, cluster, warmup=warmup, steps=session_steps, timeout_s=600.0, rewrite=False
@@ -200,8 +205,9 @@ def child_rows(spec: str, args: list[str]) -> list[dict]:
 def oom_check() -> dict:
     """Simulates single-GPU paper-size NMT on k80x4 with Grappler costs (module docstring)."""
     from baselines import registry  # noqa: PLC0415
-    from placer import cluster as cluster_lib  # noqa: PLC0415
-    from placer import configs_util, pipeline  # noqa: PLC0415
+    from graphs import pipeline  # noqa: PLC0415
+    from placer.core import cluster as cluster_lib  # noqa: PLC0415
+    from placer.core import configs_util  # noqa: PLC0415
     from placer.measure.simulator import Simulator  # noqa: PLC0415
 
     cluster = cluster_lib.load("k80x4")

@@ -86,21 +86,21 @@ def split_gpu(memory_mb: int) -> list[str]:
     """
     import tensorflow as tf  # noqa: PLC0415
 
-    from placer.measure import session as session_lib  # noqa: PLC0415
+    from graphs import tf_session  # noqa: PLC0415
 
     gpus = tf.config.list_physical_devices("GPU")
     tf.config.set_visible_devices(gpus[0], "GPU")
     tf.config.set_logical_device_configuration(
         gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=memory_mb)] * NUM_LOGICAL_GPUS
     )
-    session_lib.set_gpu_virtual_devices([memory_mb] * NUM_LOGICAL_GPUS)
+    tf_session.set_gpu_virtual_devices([memory_mb] * NUM_LOGICAL_GPUS)
     return [d.name for d in tf.config.list_logical_devices("GPU")]
 
 
 def check_cluster(memory_mb: int):
     """The check's devices: CPU 0 and the logical GPUs, with PCIe and on-chip links."""
-    from placer import cluster as cluster_lib  # noqa: PLC0415
-    from placer import local_cluster  # noqa: PLC0415
+    from graphs import local_cluster  # noqa: PLC0415
+    from placer.core import cluster as cluster_lib  # noqa: PLC0415
 
     devices = [{"name": "/device:CPU:0", "type": "CPU", "memory_bytes": local_cluster.available_memory_bytes()}]
     devices += [
@@ -122,11 +122,11 @@ def check_cluster(memory_mb: int):
 
 
 def random_placement(graph, cluster, seed: int):
-    """Each group (graphs.grouping) on a random GPU, ties kept, then made legal."""
+    """Each group (placer.core.grouping) on a random GPU, ties kept, then made legal."""
     import numpy as np  # noqa: PLC0415
 
     from baselines import common  # noqa: PLC0415
-    from graphs import grouping  # noqa: PLC0415
+    from placer.core import grouping  # noqa: PLC0415
 
     groups = grouping.group(graph)
     gpus = np.asarray(cluster.indices_of_type("GPU"))
@@ -140,7 +140,7 @@ def random_placement(graph, cluster, seed: int):
 def placements_for(graph, cluster, seed: int) -> dict:
     """name -> Placement, or name -> error string where a baseline cannot place."""
     from baselines import registry  # noqa: PLC0415
-    from graphs.errors import InputError  # noqa: PLC0415
+    from placer.core.errors import InputError  # noqa: PLC0415
 
     out = {}
     for name in PLACEMENTS:
@@ -171,7 +171,7 @@ def check_model(spec: str, cluster, steps: int, warmup: int, seed: int) -> dict:
 
     import models  # noqa: PLC0415
     from graphs import costs, extract  # noqa: PLC0415
-    from placer import configs_util  # noqa: PLC0415
+    from placer.core import configs_util  # noqa: PLC0415
     from placer.measure.session import SessionMeasurer  # noqa: PLC0415
     from placer.measure.simulator import Simulator  # noqa: PLC0415
 
@@ -253,7 +253,7 @@ def markdown(result: dict) -> str:
 
 def write_results(result: dict, folder: str) -> list[str]:
     """Writes gpu_check.json and gpu_check.md into `folder`; returns their paths."""
-    from graphs import atomic  # noqa: PLC0415
+    from placer.core import atomic  # noqa: PLC0415
 
     os.makedirs(folder, exist_ok=True)
     paths = [os.path.join(folder, "gpu_check.json"), os.path.join(folder, "gpu_check.md")]

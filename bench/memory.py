@@ -3,7 +3,7 @@
 For each model, every op on this machine's CPU: the simulated peak
 (`placer.measure.simulator`: variables plus live activations) against one
 traced step of the same graph in a session (`SessionMeasurer`), read two ways
-(`placer.measure.session.trace_memory`): the step's allocation records
+(`graphs.tf_session.trace_memory`): the step's allocation records
 replayed (activations only) and the largest allocator snapshot (everything,
 variables included). On one device the simulated order does not depend on op
 costs (every ready op is waiting when the device frees), so unit costs are used.
@@ -33,10 +33,12 @@ import json, sys
 import numpy as np
 import models
 from graphs import extract
-from placer import configs_util, local_cluster
+from placer.core import configs_util
+from graphs import local_cluster
+from graphs import tf_session
 from placer.measure import session as session_lib
 from placer.measure.simulator import Simulator
-from placer.placement import Placement
+from placer.core.placement import Placement
 
 model = models.build(configs_util.load_config(sys.argv[1]).model)
 graph = extract.extract(model.metagraph, name=model.name)
@@ -46,7 +48,7 @@ placement = Placement.from_ops(graph, np.zeros(graph.num_ops, np.int64), cluster
 sim = Simulator(graph, cluster).measure([placement])[0]
 measurer = session_lib.SessionMeasurer(model, graph, cluster, warmup=0, steps=1, timeout_s=600.0, rewrite=False)
 measured = measurer.measure([placement])[0]
-act, alloc = session_lib.trace_memory(measurer.last_run_metadata, cluster.device_names)
+act, alloc = tf_session.trace_memory(measurer.last_run_metadata, cluster.device_names)
 print("RESULT " + json.dumps({
     "ops": graph.num_ops,
     "sim_peak": float(sim.peak_memory[0]),
@@ -75,7 +77,7 @@ def main(argv) -> None:
     lines = [
         "Every op on `/device:CPU:0` of this machine. Simulated: `placer.measure.simulator` (variables plus",
         "activations live at once). Measured: one traced step in a `SessionMeasurer` session (Grappler rewrites",
-        "off), read two ways by `placer.measure.session.trace_memory`: allocation records of the step replayed",
+        "off), read two ways by `graphs.tf_session.trace_memory`: allocation records of the step replayed",
         "(activations only), and the allocator's largest bytes-in-use snapshot (variables included).",
         "",
         "| model | ops | variables (GiB) | simulated peak (GiB) | simulated activations (GiB) "

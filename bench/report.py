@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from graphs import atomic
+from placer.core import atomic
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATH = os.path.join(ROOT, "BENCHMARKS.md")

@@ -30,9 +30,11 @@ _OUT = flags.DEFINE_string("out", "out/bench_rl", "Folder for the runs' workdirs
 
 def run_model(spec: str, cluster_name: str, minutes: float, steps: int, seed: int, out: str) -> dict:
     from baselines import registry
-    from placer import cluster as cluster_lib
-    from placer import configs_util, pipeline, train_lib
+    from graphs import pipeline
+    from placer.core import cluster as cluster_lib
+    from placer.core import configs_util
     from placer.measure.simulator import Simulator
+    from placer.rl import train_lib
 
     config = configs_util.load_config(spec)
     config.cluster = cluster_name

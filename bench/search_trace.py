@@ -71,10 +71,13 @@ def slot_seconds(policy_s: float, device_s: np.ndarray, max_slots: int) -> np.nd
 
 def record(name: str, spec: str, cluster_name: str, seed: int, steps: int):
     """Runs one search; returns (losses [steps], seconds [steps, SAMPLES], policy seconds)."""
-    from placer import cluster as cluster_lib  # noqa: PLC0415
-    from placer import configs_util, pipeline, rl_math  # noqa: PLC0415
+    from graphs import pipeline  # noqa: PLC0415
+    from placer.core import cluster as cluster_lib  # noqa: PLC0415
+    from placer.core import configs_util  # noqa: PLC0415
     from placer.measure import registry  # noqa: PLC0415
-    from placer.reinforce import Trainer  # noqa: PLC0415
+    from placer.rl import problem as problem_lib
+    from placer.rl import rl_math  # noqa: PLC0415
+    from placer.rl.reinforce import Trainer  # noqa: PLC0415
 
     config = configs_util.load_config(spec)
     tc = config.placer.train
@@ -82,7 +85,7 @@ def record(name: str, spec: str, cluster_name: str, seed: int, steps: int):
     tc.samples_per_step = SAMPLES
     cluster = cluster_lib.load(cluster_name)
     graph = pipeline.load_graph(cluster, config=config).graph
-    problem, _ = pipeline.make_problem(graph, cluster, config.placer)
+    problem, _ = problem_lib.make_problem(graph, cluster, config.placer)
     measurer = registry.make_measurer("sim", graph, cluster)
     last: list = []
 
@@ -116,7 +119,7 @@ def record(name: str, spec: str, cluster_name: str, seed: int, steps: int):
 
 def main(argv) -> None:
     del argv
-    from placer.slaq_trace import TraceJob, save_trace  # noqa: PLC0415
+    from placer.sharing.slaq_trace import TraceJob, save_trace  # noqa: PLC0415
 
     out = []
     t0 = time.time()

@@ -4,7 +4,7 @@ placement against Grappler's virtual cluster on the full-op Inception-V3 graph.
   .venv/bin/python -m bench.simulator [--repeats=5] [--batch=1024] [--skip_grappler]
 
 Costs: graphs.costs.grappler_costs for the k80x4 preset (Grappler's analytical
-model of the paper's K80 and Haswell devices), through placer.pipeline's
+model of the paper's K80 and Haswell devices), through graphs.pipeline's
 cache. Writes the "simulator" section of BENCHMARKS.md.
 """
 
@@ -30,17 +30,18 @@ TARGET_SPEEDUP = 100.0  # simulator vs Grappler per placement, full-op Inception
 
 
 def _load(spec: str, cluster, need_model=False):
-    from placer import configs_util, pipeline  # noqa: PLC0415
+    from graphs import pipeline  # noqa: PLC0415
+    from placer.core import configs_util  # noqa: PLC0415
 
     return pipeline.load_graph(cluster, config=configs_util.load_config(spec), need_model=need_model)
 
 
 def _random_group_placements(graph, groups, cluster, k, rng) -> np.ndarray:
-    """[k, G] random devices: each tie class of groups (graphs.grouping) on one device
+    """[k, G] random devices: each tie class of groups (placer.core.grouping) on one device
     that has kernels for all their ops."""
-    from placer import pipeline  # noqa: PLC0415
+    from placer.rl import problem as problem_lib  # noqa: PLC0415
 
-    ok = pipeline.op_device_ok(graph, cluster)
+    ok = problem_lib.op_device_ok(graph, cluster)
     allowed = np.ones((groups.num_groups, cluster.num_devices), dtype=bool)
     np.logical_and.at(allowed, groups.op_group, ok)
     tie = np.asarray(groups.tie)
@@ -65,8 +66,10 @@ def _median_time(fn, repeats: int) -> tuple[float, float]:
 
 
 def bench_nmt(cluster, repeats: int, batch: int) -> tuple[list[str], dict]:
-    from graphs import grouping  # noqa: PLC0415
-    from placer import configs_util  # noqa: PLC0415
+    from placer.core import (
+        configs_util,  # noqa: PLC0415
+        grouping,  # noqa: PLC0415
+    )
     from placer.measure.simulator import Simulator  # noqa: PLC0415
 
     loaded = _load("configs/nmt.py", cluster)
@@ -144,7 +147,7 @@ def bench_inception(cluster, repeats: int) -> list[str]:
 
 def main(argv):
     del argv
-    from placer import cluster as cluster_lib  # noqa: PLC0415
+    from placer.core import cluster as cluster_lib  # noqa: PLC0415
 
     cluster = cluster_lib.load(_CLUSTER.value)
     lines, _ = bench_nmt(cluster, _REPEATS.value, _BATCH.value)

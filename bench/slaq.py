@@ -27,9 +27,16 @@ import time
 import numpy as np
 
 from bench import report
-from placer import slaq_curves
-from placer.slaq import FairAllocator, JobState, SlaqAllocator
-from placer.slaq_trace import SERIAL_FRACTION, TARGETS, TraceJob, load_trace, simulate_sharing, synthetic_workload
+from placer.sharing import slaq_curves
+from placer.sharing.slaq import FairAllocator, JobState, SlaqAllocator
+from placer.sharing.slaq_trace import (
+    SERIAL_FRACTION,
+    TARGETS,
+    TraceJob,
+    load_trace,
+    simulate_sharing,
+    synthetic_workload,
+)
 
 AHEAD = 10  # iterations ahead predicted
 SWEEP_SLOTS = (32, 64, 128)  # pool sizes of the load and scaling sweep
@@ -234,7 +241,7 @@ def main(quick: bool = False) -> None:
     lines = [
         "### Prediction 10 iterations ahead",
         "",
-        "Synthetic curves from `placer.slaq_trace.synthetic_workload` (the three SLAQ families, random parameters",
+        "Synthetic curves from `placer.sharing.slaq_trace.synthetic_workload` (the three SLAQ families, random parameters",
         "and loss scales); recorded ones from real RL placement searches (`bench/search_trace.py`: paper-size",
         "RNNLM, NMT and Inception-V3 on k80x2 and k80x4, the paper's method from scratch, 16 samples per",
         "iteration, loss = mean sqrt step time). The fit uses the history up to a cut point (every 10",

@@ -24,9 +24,10 @@ import tempfile
 import time
 
 from bench import report
-from graphs import atomic
-from placer import cluster as cluster_lib
-from placer import compare_lib, configs_util, pipeline
+from graphs import pipeline
+from placer.compare import compare_lib
+from placer.core import atomic, configs_util
+from placer.core import cluster as cluster_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
@@ -71,9 +72,9 @@ def rl_speedup(rows: dict, columns=PAPER_COLUMNS) -> float | None:
 
 def one_row(spec: str, preset: str, rl_steps: int, log, rl_minutes: float = DEFAULT_RL_MINUTES) -> dict:
     """Places and measures one model on one cluster; returns what the tables need."""
-    from placer import train_lib  # noqa: PLC0415
+    from placer.core.placement import Placement  # noqa: PLC0415
     from placer.measure.simulator import Simulator  # noqa: PLC0415
-    from placer.placement import Placement  # noqa: PLC0415
+    from placer.rl import train_lib  # noqa: PLC0415
 
     cluster = cluster_lib.load(preset)
     config = configs_util.load_config(spec)

@@ -7,6 +7,8 @@ be overridden from the command line, e.g. `--config.placer.policy.hidden_size=25
 
 import ml_collections
 
+from placer.core.errors import InputError
+
 
 def placer_config() -> ml_collections.ConfigDict:
     """Returns the grouping, policy and REINFORCE settings with their sources."""
@@ -83,8 +85,6 @@ def parse_variant(variant: str, keys: tuple[str, ...] = ("layers", "batch")) -> 
     Raises:
       InputError: an unknown token, key or a value that is not a positive integer.
     """
-    from graphs.errors import InputError  # noqa: PLC0415
-
     tiny, overrides = False, {}
     for token in (t.strip() for t in variant.split(",")):
         if not token:

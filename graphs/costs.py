@@ -1,7 +1,7 @@
 """Per-op compute costs for each device type, attached to an OpGraph.
 
 Costs are seconds on a reference device of each type (speed 1.0; the
-reference devices are in placer/measure/tf_util.py REFERENCE_DEVICES). NaN
+reference devices are in graphs/tf_util.py REFERENCE_DEVICES). NaN
 means the op has no kernel for that type (TF's kernel registry, see
 graphs/extract.py). Ops that a training step never runs (variable
 initialisers, anything outside the fan-in of the "train_op" collection) cost
@@ -12,7 +12,7 @@ Sources:
     cluster (no hardware needed); deterministic.
   * `profiled_costs`: real runs on this machine with full tracing, median
     per op over several steps.
-  * costs stored in a graph file (graphs/io.py), same convention;
+  * costs stored in a graph file (placer/core/io.py), same convention;
     `cached_costs` stores and reuses them.
 """
 
@@ -25,11 +25,11 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.grappler import item as gitem
 
-from graphs import extract
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster, Device
-from placer.measure import session as session_lib
-from placer.measure import tf_util
+from graphs import extract, tf_util
+from graphs import tf_session as session_lib
+from placer.core import io as graph_io
+from placer.core.cluster import Cluster, Device
+from placer.core.op_graph import OpGraph
 
 
 def device_types_of(cluster: Cluster) -> tuple[str, ...]:
@@ -161,14 +161,12 @@ def _op_times(run_metadata, device_type: str) -> dict[str, float]:
 
 
 def cached_costs(path: str, compute: Callable[[], OpGraph]) -> OpGraph:
-    """Loads a costed graph from `path` (graphs/io.py JSON) or computes and saves it.
+    """Loads a costed graph from `path` (placer/core/io.py JSON) or computes and saves it.
 
     Args:
       path: graph JSON file (".json" or ".json.gz").
       compute: returns the costed graph when the file does not exist.
     """
-    from graphs import io as graph_io  # noqa: PLC0415 (written separately; loaded on use)
-
     if os.path.exists(path):
         return graph_io.load(path)
     graph = compute()

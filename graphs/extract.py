@@ -38,8 +38,8 @@ from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import meta_graph_pb2
 from tensorflow.python.framework import kernels
 
-from graphs.errors import InputError
-from graphs.op_graph import OpGraph
+from placer.core.errors import InputError
+from placer.core.op_graph import OpGraph
 
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp"})
 STRING_ELEMENT_BYTES = 8  # a string element's size is unknown before running.

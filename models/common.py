@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2
 
-from graphs.errors import InputError
+from placer.core.errors import InputError
 
 # Collection holding the training step, so a MetaGraphDef carries it.
 TRAIN_OP_COLLECTION = "train_op"

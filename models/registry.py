@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from graphs.errors import InputError
+from placer.core.errors import InputError
 
 # Model name -> module with a `build(config) -> ModelGraph`.
 BUILDERS = {

@@ -31,8 +31,8 @@ import time
 from absl import flags
 from ml_collections import config_flags
 
-from graphs.errors import InputError
 from placer import cli
+from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
 _PLACEMENT = flags.DEFINE_string("placement", None, "Placement JSON file (docs/formats.md).")
@@ -72,7 +72,7 @@ def main(argv: list[str]) -> None:
     num_cpus = _LOGICAL_CPUS.value or 1
     if num_cpus < 1:
         raise InputError(f"--logical_cpus: need at least 1, got {num_cpus}")
-    from placer import local_cluster  # noqa: PLC0415 (imports TensorFlow)
+    from graphs import local_cluster  # noqa: PLC0415 (imports TensorFlow)
 
     if _LOGICAL_CPUS.value:
         try:
@@ -82,8 +82,9 @@ def main(argv: list[str]) -> None:
 
     import models  # noqa: PLC0415
     from graphs import extract  # noqa: PLC0415
-    from placer import apply, apply_run  # noqa: PLC0415
-    from placer.placement import Placement  # noqa: PLC0415
+    from placer.apply import devices as apply  # noqa: PLC0415
+    from placer.apply import run as apply_run  # noqa: PLC0415
+    from placer.core.placement import Placement  # noqa: PLC0415
 
     model = models.build(_CONFIG.value.model)
     graph = extract.extract(model.metagraph, name=model.name)
@@ -143,7 +144,7 @@ def _strict_message(check, op_types: dict[str, str], n: int = 3) -> str:
 
 
 def _write_report(graph, placement, local, apply_s, result, summary, check) -> None:
-    from graphs import atomic  # noqa: PLC0415
+    from placer.core import atomic  # noqa: PLC0415
 
     data = {
         "graph": {"name": graph.name, "fingerprint": graph.fingerprint(), "ops": graph.num_ops},

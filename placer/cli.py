@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from graphs.errors import InputError
+from placer.core.errors import InputError, one_line
 
 
 def run_main(main: Callable[[list[str]], None]) -> None:
@@ -36,11 +36,6 @@ def run_main(main: Callable[[list[str]], None]) -> None:
         sys.exit(2)
 
 
-def one_line(exc: BaseException) -> str:
-    """Returns the exception's type and message on one line."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-
-
 def config_error(flag_name: str, exc: BaseException) -> InputError:
     """Wraps a config-file load failure into an InputError naming the flag."""
     return InputError(f"--{flag_name}: {exc}")
@@ -61,3 +56,18 @@ def config_or_default(config, graph_path: str | None):
     from configs import common  # noqa: PLC0415
 
     return common.attach(ml_collections.ConfigDict())
+
+
+def load_cluster(spec: str):
+    """Loads --cluster: a file, a preset, or "local"; TensorFlow is imported only for "local".
+
+    Raises:
+      InputError: as placer.core.cluster.load.
+    """
+    if spec == "local":
+        from graphs import local_cluster  # noqa: PLC0415 (TF, only for this process's devices)
+
+        return local_cluster.discover()
+    from placer.core import cluster as cluster_lib  # noqa: PLC0415
+
+    return cluster_lib.load(spec)

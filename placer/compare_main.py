@@ -21,9 +21,8 @@ import re
 from absl import flags
 from ml_collections import config_flags
 
-from graphs.errors import InputError
 from placer import cli
-from placer import cluster as cluster_lib
+from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file with costs (docs/formats.md) instead of --config.")
@@ -66,9 +65,10 @@ def file_safe(name: str) -> str:
 
 def main(argv: list[str]) -> None:
     del argv
-    from placer import compare_lib, pipeline  # noqa: PLC0415
+    from graphs import pipeline  # noqa: PLC0415
+    from placer.compare import compare_lib  # noqa: PLC0415
+    from placer.core.placement import Placement  # noqa: PLC0415
     from placer.measure import registry  # noqa: PLC0415
-    from placer.placement import Placement  # noqa: PLC0415
 
     methods, strict = parse_methods(_METHODS.value)
     if _TIMELINE.value and not _OUT.value:
@@ -79,7 +79,7 @@ def main(argv: list[str]) -> None:
     if (config is None) == (_GRAPH.value is None):
         raise InputError("give exactly one of --config and --graph")
     spec = _CLUSTER.value or (config.get("cluster") if config is not None else None) or "k80x4"
-    cluster = cluster_lib.load(spec)
+    cluster = cli.load_cluster(spec)
     given = [Placement.load(p) for p in _PLACEMENTS.value]
     loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
@@ -108,7 +108,10 @@ def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None
     Raises:
       InputError: --timeline names no row, or a row that has no placement.
     """
-    from placer import compare_lib, plots  # noqa: PLC0415
+    from placer.compare import (
+        compare_lib,  # noqa: PLC0415
+        plots,  # noqa: PLC0415
+    )
     from placer.measure.simulator import Simulator  # noqa: PLC0415
 
     by_name = {r.method: r for r in rows}

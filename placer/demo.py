@@ -25,9 +25,10 @@ def main(argv):
     import shutil  # noqa: PLC0415
 
     from baselines import registry  # noqa: PLC0415
-    from placer import cluster as cluster_lib  # noqa: PLC0415
-    from placer import configs_util, pipeline, train_lib  # noqa: PLC0415
+    from graphs import pipeline  # noqa: PLC0415
+    from placer.core import configs_util  # noqa: PLC0415
     from placer.measure.simulator import Simulator  # noqa: PLC0415
+    from placer.rl import train_lib  # noqa: PLC0415
 
     config = configs_util.load_config(_CONFIG.value)
     config.cluster = _CLUSTER.value
@@ -37,7 +38,7 @@ def main(argv):
     summary = train_lib.run(
         config, workdir=_WORKDIR.value, steps=_STEPS.value, seed=_SEED.value, max_seconds=60 * _MINUTES.value
     )
-    cluster = cluster_lib.load(config.cluster)
+    cluster = cli.load_cluster(config.cluster)
     graph = pipeline.load_graph(cluster, config=config).graph
     sim = Simulator(graph, cluster)
     rows = [("rl", summary["best_step_time"])]

@@ -19,9 +19,9 @@ import time
 from absl import flags
 from ml_collections import config_flags
 
-from graphs import grouping, io
-from graphs.errors import InputError
 from placer import cli
+from placer.core import grouping, io
+from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
 _METAGRAPH = flags.DEFINE_string("metagraph", None, "MetaGraphDef file (binary or text) instead of --config.")

@@ -17,10 +17,9 @@ import numpy as np
 from absl import flags
 from ml_collections import config_flags
 
-from graphs.errors import InputError
 from placer import cli
-from placer import cluster as cluster_lib
-from placer.placement import Placement
+from placer.core.errors import InputError
+from placer.core.placement import Placement
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file with costs (docs/formats.md) instead of --config.")
@@ -59,7 +58,7 @@ def check_placement(placement: Placement, graph, cluster, source: str) -> np.nda
 
 
 def _load_graph(cluster, need_model: bool):
-    from placer import pipeline  # noqa: PLC0415
+    from graphs import pipeline  # noqa: PLC0415
 
     config = _CONFIG.value
     if (config is None) == (_GRAPH.value is None):
@@ -77,7 +76,7 @@ def main(argv: list[str]) -> None:
         raise InputError(f"--measure: unknown kind {_MEASURE.value!r} (valid: {', '.join(registry.KINDS)})")
     if _TRACE.value and _MEASURE.value != "sim":
         raise InputError("--trace needs --measure=sim")
-    cluster = cluster_lib.load(_CLUSTER.value)
+    cluster = cli.load_cluster(_CLUSTER.value)
     loaded = _load_graph(cluster, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
     if _PLACEMENT.value:

@@ -32,7 +32,7 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
 
 def main(argv):
     del argv
-    from placer import search_jobs  # noqa: PLC0415
+    from placer.sharing import jobs as search_jobs  # noqa: PLC0415
 
     work = search_jobs.load_workload(_JOBS.value)  # every error here comes before anything starts
     options = {
@@ -41,17 +41,17 @@ def main(argv):
         "measure_seconds": work.measure_seconds,
     }
     if _ENGINE.value == "ray":
-        from placer.search_ray import RayEngine  # noqa: PLC0415
+        from placer.sharing.ray_engine import RayEngine  # noqa: PLC0415
 
         def engine_factory(n):
             return RayEngine(n, address=_RAY_ADDRESS.value, **options)
     else:
-        from placer.search_engines import InProcessEngine  # noqa: PLC0415
+        from placer.sharing.engines import InProcessEngine  # noqa: PLC0415
 
         def engine_factory(n):
             return InProcessEngine(n, **options)
 
-    from placer import search  # noqa: PLC0415 (imports TensorFlow)
+    from placer.sharing import search  # noqa: PLC0415 (imports TensorFlow)
 
     search.run_search(
         work,

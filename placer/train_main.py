@@ -25,7 +25,7 @@ _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
 
 def main(argv):
     del argv
-    from placer import train_lib  # noqa: PLC0415 (imports TensorFlow)
+    from placer.rl import train_lib  # noqa: PLC0415 (imports TensorFlow)
 
     config = cli.config_or_default(_CONFIG.value, _GRAPH.value)
     if _CLUSTER.value:

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphs.errors import InputError
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
+from placer.core.cluster import Cluster
+from placer.core.errors import InputError
+from placer.core.op_graph import OpGraph
 
 
 def op_min_times(graph: OpGraph, cluster: Cluster) -> np.ndarray:

@@ -3,7 +3,7 @@
 The placed MetaGraphDef (every node's device set from the placement) is
 scheduled by Grappler's VirtualScheduler on a virtual cluster whose devices
 are the cluster spec's devices (peak compute and bandwidth from
-placer/measure/tf_util.py). The step time is `MeasureCosts`' run time, the
+graphs/tf_util.py). The step time is `MeasureCosts`' run time, the
 per-device peak memory comes from `DeterminePeakMemoryUsage`, per-device busy
 time from the step stats.
 
@@ -34,11 +34,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.grappler import item as gitem
 
-from graphs import extract
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
-from placer.measure import tf_util
-from placer.measure.base import ERROR, OOM, Measurement
+from graphs import extract, tf_util
+from placer.core.cluster import Cluster
+from placer.core.measurement import ERROR, OOM, Measurement
+from placer.core.op_graph import OpGraph
 
 LINK_INDEX_BASE = 10000  # link devices are "/device:CPU:10000" and up.
 _LINK_GFLOPS = 1e9  # a link computes nothing; its copy is bandwidth-bound.

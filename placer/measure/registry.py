@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import importlib
 
-from graphs.errors import InputError
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
-from placer.measure.base import Measurer
+from placer.core.cluster import Cluster
+from placer.core.errors import InputError
+from placer.core.measurement import Measurer
+from placer.core.op_graph import OpGraph
+from placer.measure.simulator import Simulator
 
 
 def _sim(graph, cluster, model, metagraph, **options):
-    from placer.measure.simulator import Simulator  # noqa: PLC0415
-
     return Simulator(graph, cluster, **options)
 
 

@@ -46,14 +46,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from graphs.errors import InputError
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
+from placer.core.cluster import Cluster
+from placer.core.errors import InputError
+from placer.core.measurement import ERROR, OOM, UNSUPPORTED, Measurement
+from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 from placer.measure import schedule as sched
-from placer.measure.base import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.measure.memory import peak_memory, per_device_sum
 from placer.measure.units import Units, contract, transfer_tables
-from placer.placement import Placement
 
 _CHUNK_ELEMS = 1 << 18  # [K, U, D] elements per simulated chunk (bounds memory, keeps arrays in cache)
 
@@ -67,7 +67,7 @@ class SimResult:
       busy_time: [D] seconds each device computed.
       peak_memory: [D] peak bytes per device.
       bytes_moved: bytes sent between devices.
-      failure: None or a failure kind of placer.measure.base.
+      failure: None or a failure kind of placer.core.measurement.
       message: failure detail ("" when none).
       op_device: [n_ops] device of each op (only with trace=True, else None).
       op_start, op_finish: [n_ops] seconds (only with trace=True).

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 
-from graphs import atomic
-from graphs.errors import InputError
-from graphs.op_graph import OpGraph
-from placer.cluster import Cluster
+from placer.core import atomic
+from placer.core.cluster import Cluster
+from placer.core.errors import InputError
+from placer.core.op_graph import OpGraph
 
 
 def to_chrome_trace(result, graph: OpGraph, cluster: Cluster) -> dict:

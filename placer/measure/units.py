@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
-from graphs.op_graph import OpGraph, topological_order
+from placer.core.op_graph import OpGraph, topological_order
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -171,9 +173,6 @@ def split_cycles(group: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[n
     Returns:
       ([n_ops] unit per op, [U] group per unit); units numbered by group, then phase.
     """
-    from scipy.sparse import csr_matrix  # noqa: PLC0415
-    from scipy.sparse.csgraph import connected_components  # noqa: PLC0415
-
     n_groups = int(group.max()) + 1 if len(group) else 0
     if n_groups == 0:
         return group, np.arange(0)

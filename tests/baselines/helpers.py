@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphs.op_graph import OpGraph
-from placer import cluster as cluster_lib
-from placer.cluster import Device
+from placer.core import cluster as cluster_lib
+from placer.core.cluster import Device
+from placer.core.op_graph import OpGraph
 
 GB = 10**9
 

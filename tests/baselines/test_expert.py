@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from baselines import expert
-from graphs.errors import InputError
-from graphs.op_graph import OpGraph
-from placer import cluster as cluster_lib
+from placer.core import cluster as cluster_lib
+from placer.core.errors import InputError
+from placer.core.op_graph import OpGraph
 
 GiB = 1 << 30
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from baselines import list_scheduling, sct
-from graphs.errors import InputError
+from placer.core.errors import InputError
 from tests.baselines.helpers import GB, check_legal, make_cluster, make_graph
 
 NAN = float("nan")

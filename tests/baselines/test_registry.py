@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from baselines import registry
-from graphs.errors import InputError
+from placer.core.errors import InputError
 from tests.baselines.helpers import check_legal, make_cluster, make_graph
 
 NAMES = {"single_cpu", "single_gpu", "tf_default", "scotch", "mincut", "metis", "expert", "m_topo", "m_etf", "m_sct"}

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from baselines import mincut, scotch
-from graphs.errors import InputError
+from placer.core.errors import InputError
 from tests.baselines.helpers import check_legal, make_cluster, make_graph
 
 NAN = float("nan")
@@ -68,7 +68,7 @@ def test_scotch_weighs_processors_by_speed_on_uneven_links():
             "pairs": [{"src": "/device:GPU:0", "dst": "/device:GPU:1", "bandwidth": 1e8}],
         },
     }
-    from placer.cluster import from_json
+    from placer.core.cluster import from_json
 
     cl = from_json(data)
     ops = [f"o{i}" for i in range(80)]

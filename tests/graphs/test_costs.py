@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from graphs import costs, extract
-from placer import cluster as cluster_lib
+from placer.core import cluster as cluster_lib
 
 M, K, N = 256, 512, 1024  # h = x[M, K] @ w[K, N]
 

@@ -6,7 +6,7 @@ import tensorflow as tf
 from google.protobuf import text_format
 
 from graphs import extract
-from graphs.errors import InputError
+from placer.core.errors import InputError
 
 
 def _hand_graph() -> tf.Graph:

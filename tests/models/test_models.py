@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import models
 from configs import inception_v3, nmt, rnnlm
-from graphs.errors import InputError
+from placer.core.errors import InputError
 
 
 def _ops(m, prefix):

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from graphs import io
+from placer.core import io
 from tests.cli import ROOT, run_module
 
 

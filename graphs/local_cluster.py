@@ -1,0 +1,111 @@
+"""The devices of this machine as a Cluster (for the session backend).
+
+On a CPU-only machine a placement study needs several devices: this module
+can split the CPU into N logical CPU devices. Two TF mechanisms exist and both
+are set by `configure_logical_cpus`:
+
+  * the eager context's logical devices (`tf.config.set_logical_device_configuration`),
+    which TF fixes when it first initialises its devices, so the call must
+    come before any TF device use in the process (a later call raises
+    RuntimeError); tf.function code sees these devices;
+  * `ConfigProto.device_count["CPU"]`, which is what a `tf.compat.v1.Session`
+    uses (in TF 2.21 a Session ignores the eager logical configuration);
+    `discover` and placer/measure/session.py pass it, so sessions get the
+    same N devices at any time.
+
+Memory: a GPU reports its own limit; logical CPU devices share the
+machine's RAM (MemAvailable in /proc/meminfo), each given an equal share.
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+from tensorflow.python.client import device_lib
+
+from placer.core import cluster as cluster_lib
+
+_num_cpus = 1
+_FALLBACK_MEMORY = 8 << 30  # bytes, when /proc/meminfo cannot be read.
+# TF's default link for the local machine: a memcpy, about 10 GB/s.
+LOCAL_BANDWIDTH = 1e10
+
+
+def configure_logical_cpus(n: int) -> None:
+    """Splits the CPU into `n` logical devices "/device:CPU:0".."/device:CPU:n-1".
+
+    Call before TF initialises its devices (before any op runs or device is
+    listed in this process).
+
+    Raises:
+      RuntimeError: TF already initialised its devices with another count.
+    """
+    global _num_cpus
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"configure_logical_cpus: need at least 1 device, got {n}")
+    cpus = tf.config.list_physical_devices("CPU")
+    current = tf.config.get_logical_device_configuration(cpus[0])
+    if current is None or len(current) != n:
+        try:
+            tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * n)
+        except RuntimeError as e:
+            raise RuntimeError(
+                f"configure_logical_cpus({n}) must run before TensorFlow initialises its devices: {e}"
+            ) from None
+    _num_cpus = n
+
+
+def num_logical_cpus() -> int:
+    """The CPU device count set by `configure_logical_cpus` (default 1)."""
+    return _num_cpus
+
+
+def available_memory_bytes() -> int:
+    """MemAvailable from /proc/meminfo in bytes (psutil-free), or 8 GiB if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError):
+        return _FALLBACK_MEMORY
+
+
+def discover(num_cpus: int | None = None) -> cluster_lib.Cluster:
+    """Returns the devices this process has: CPUs first, then GPUs.
+
+    Args:
+      num_cpus: CPU devices to report; default the count set by
+        `configure_logical_cpus` (1 if never called).
+
+    Returns:
+      A Cluster named "local" with speed 1 devices and a uniform link.
+    """
+    n = _num_cpus if num_cpus is None else int(num_cpus)
+    config = tf.compat.v1.ConfigProto()
+    config.device_count["CPU"] = n
+    local = device_lib.list_local_devices(config)
+    cpu_share = max(available_memory_bytes() // max(n, 1), 1)
+    devices = []
+    for d in sorted(local, key=lambda d: (d.device_type != "CPU", d.device_type, int(d.name.rsplit(":", 1)[1]))):
+        if d.device_type not in ("CPU", "GPU"):
+            continue
+        name = d.name.split("/device:")[-1]
+        memory = cpu_share if d.device_type == "CPU" else int(d.memory_limit)
+        devices.append(cluster_lib.Device(name=f"/device:{name}", type=d.device_type, memory_bytes=memory))
+    return cluster_lib.make("local", devices, bandwidth=LOCAL_BANDWIDTH)
+
+
+def load(spec: str) -> cluster_lib.Cluster:
+    """Loads a cluster by file path, preset name, or "local" (this process's devices).
+
+    Raises:
+      InputError: as placer.core.cluster.load.
+    """
+    return discover() if spec == "local" else cluster_lib.load(spec)

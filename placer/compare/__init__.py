@@ -1,0 +1,1 @@
+"""Comparing placements on one measurer: tables and plots."""

@@ -1,0 +1,121 @@
+"""Figures for `placer-compare`: step times per method, and a per-device timeline (no TensorFlow).
+
+Matplotlib with the Agg backend (no display needed); files are written
+atomically.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from placer.compare import compare_lib
+from placer.core import atomic  # noqa: E402
+from placer.core.cluster import Cluster  # noqa: E402
+from placer.core.errors import InputError  # noqa: E402
+from placer.core.op_graph import OpGraph  # noqa: E402
+
+
+def _save(fig, path: str) -> None:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    atomic.write_bytes(path, buf.getvalue())
+
+
+def plot_step_times(rows: Sequence, path: str, title: str = "") -> None:
+    """Bar chart of the step time of each compared placement.
+
+    Failed placements get a hatched grey bar as tall as the slowest one that
+    ran, labelled with the failure ("OOM", "unsupported", "n/a").
+
+    Args:
+      rows: placer.compare.compare_lib.Row items, drawn in order.
+      path: PNG file to write.
+      title: figure title.
+    """
+    ok_times = [r.step_time for r in rows if r.ok]
+    top = max(ok_times) if ok_times else 1.0
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(rows) + 1.5), 3.6))
+    x = np.arange(len(rows))
+    best = compare_lib.best(rows)
+    for i, r in enumerate(rows):
+        if r.ok:
+            color = "tab:green" if r is best else "tab:blue"
+            ax.bar(i, r.step_time, color=color)
+            ax.text(i, r.step_time, f"{r.step_time:.3g}", ha="center", va="bottom", fontsize=7)
+        else:
+            ax.bar(i, top, color="0.85", hatch="//", edgecolor="0.5")
+            ax.text(i, top / 2, compare_lib.status(r), ha="center", va="center", rotation=90, fontsize=8)
+    ax.set_xticks(x, [r.method for r in rows], rotation=45, ha="right")
+    ax.set_ylabel("step time (s)")
+    ax.set_title(title or "step time per placement (lower is better)")
+    ax.set_ylim(0, top * 1.15)
+    _save(fig, path)
+
+
+def plot_timeline(
+    result, graph: OpGraph, cluster: Cluster, path: str, title: str = "", max_ops_labelled: int = 40
+) -> None:
+    """Gantt chart of one simulated step: one row per device, one per link that carried data.
+
+    Args:
+      result: placer.measure.simulator.SimResult made with trace=True.
+      graph: the simulated graph.
+      cluster: the simulated cluster.
+      path: PNG file to write.
+      title: figure title.
+      max_ops_labelled: ops are named on their bars when the graph has at
+        most this many.
+
+    Raises:
+      InputError: the result has no schedule (simulated without trace=True).
+    """
+    if result.op_start is None:
+        raise InputError("simulation result has no schedule; simulate with trace=True")
+    names = [n.removeprefix("/device:") for n in cluster.device_names]
+    links = sorted({(a, b) for a, b, *_ in result.transfers})
+    labels = names + [f"{names[a]}->{names[b]}" for a, b in links]
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(labels) + 1.4))
+    colors = plt.get_cmap("tab10")
+    start = np.asarray(result.op_start, dtype=float)
+    dur = np.asarray(result.op_finish, dtype=float) - start
+    dev = np.asarray(result.op_device)
+    for d in range(len(names)):
+        on = np.flatnonzero(dev == d)
+        if len(on):
+            ax.broken_barh(
+                list(zip(start[on], dur[on], strict=True)),
+                (d - 0.4, 0.8),
+                facecolors=colors(d % 10),
+                edgecolor="black",
+                linewidth=0.2,
+            )
+    if graph.num_ops <= max_ops_labelled:
+        for i in range(graph.num_ops):
+            ax.text(
+                start[i] + dur[i] / 2,
+                dev[i],
+                str(graph.names[i]).rsplit("/", 1)[-1],
+                ha="center",
+                va="center",
+                fontsize=6,
+                clip_on=True,
+            )
+    row = {ab: len(names) + k for k, ab in enumerate(links)}
+    for a, b, t0, t1, _, _ in result.transfers:
+        ax.broken_barh([(t0, t1 - t0)], (row[(a, b)] - 0.3, 0.6), facecolors="0.6", edgecolor="0.3", linewidth=0.2)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("time (s)")
+    end = float(np.max(result.op_finish)) if graph.num_ops else 1.0
+    ax.set_xlim(0, end * 1.02 if end > 0 else 1.0)
+    step = f"step {result.step_time:.4g} s" if result.ok else f"failed: {result.failure}"
+    ax.set_title(f"{title} ({step})" if title else step)
+    _save(fig, path)

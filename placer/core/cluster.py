@@ -1,0 +1,222 @@
+"""Cluster specs: the devices a placement targets and the links between them.
+
+Loaded from `configs/clusters/*.json` (format in docs/formats.md). No
+TensorFlow import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from placer.core.errors import InputError
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLUSTER_DIR = os.path.join(_ROOT, "configs", "clusters")
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """One device.
+
+    Attributes:
+      name: TF device name, e.g. "/device:GPU:0".
+      type: device type, "CPU" or "GPU"; selects the op cost column.
+      memory_bytes: memory available to one training step, bytes.
+      speed: compute speed relative to the reference device of its type
+        (an op costing c seconds on the reference takes c / speed here).
+      peak_gflops: peak compute, 1e9 float ops per second, for Grappler's
+        analytical cost model; 0 = the reference device of its type times
+        `speed` (graphs/tf_util.py REFERENCE_DEVICES).
+      memory_bandwidth: device memory bandwidth, bytes per second, for
+        Grappler; 0 = the reference device of its type times `speed`.
+    """
+
+    name: str
+    type: str
+    memory_bytes: int
+    speed: float = 1.0
+    peak_gflops: float = 0.0
+    memory_bandwidth: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """Devices and links.
+
+    Attributes:
+      name: preset name, e.g. "k80x4".
+      devices: the devices, in index order (placements store these indices).
+      bandwidth: [D, D] bytes/s of the link from device i to device j.
+      latency: [D, D] seconds per transfer from device i to device j.
+    """
+
+    name: str
+    devices: tuple[Device, ...]
+    bandwidth: np.ndarray
+    latency: np.ndarray
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.devices)
+
+    @property
+    def device_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.devices)
+
+    def indices_of_type(self, device_type: str) -> list[int]:
+        """Returns the indices of the devices of `device_type`, in order."""
+        return [i for i, d in enumerate(self.devices) if d.type == device_type]
+
+    def speeds(self) -> np.ndarray:
+        """Returns [D] relative speeds."""
+        return np.array([d.speed for d in self.devices], dtype=np.float64)
+
+    def memory(self) -> np.ndarray:
+        """Returns [D] memory in bytes."""
+        return np.array([d.memory_bytes for d in self.devices], dtype=np.float64)
+
+    def to_json(self) -> dict:
+        """Returns the documented JSON form, with per-pair overrides spelt out."""
+        d = len(self.devices)
+        bw0, lat0 = _default_link(self.bandwidth, self.latency)
+        links = [
+            {
+                "src": self.devices[i].name,
+                "dst": self.devices[j].name,
+                "bandwidth": float(self.bandwidth[i, j]),
+                "latency": float(self.latency[i, j]),
+            }
+            for i in range(d)
+            for j in range(d)
+            if i != j and (self.bandwidth[i, j] != bw0 or self.latency[i, j] != lat0)
+        ]
+        return {
+            "name": self.name,
+            "devices": [dataclasses.asdict(x) for x in self.devices],
+            "links": {"default": {"bandwidth": bw0, "latency": lat0}, "pairs": links},
+        }
+
+
+def _default_link(bw: np.ndarray, lat: np.ndarray) -> tuple[float, float]:
+    off = ~np.eye(len(bw), dtype=bool)
+    if not off.any():
+        return 1e10, 0.0
+    vals, counts = np.unique(np.stack([bw[off], lat[off]], 1), axis=0, return_counts=True)
+    b, la = vals[np.argmax(counts)]
+    return float(b), float(la)
+
+
+def from_json(data: dict, source: str = "cluster") -> Cluster:
+    """Builds and checks a Cluster from its JSON form.
+
+    Raises:
+      InputError: no devices, duplicate names, a non-positive memory, speed or
+        bandwidth, a negative latency, or a link naming an unknown device.
+    """
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: expected a JSON object")
+    raw = data.get("devices")
+    if not raw:
+        raise InputError(f"{source}: field 'devices' is missing or empty")
+    devices = []
+    for k, r in enumerate(raw):
+        try:
+            dev = Device(
+                name=str(r["name"]),
+                type=str(r["type"]).upper(),
+                memory_bytes=int(r["memory_bytes"]),
+                speed=float(r.get("speed", 1.0)),
+                peak_gflops=float(r.get("peak_gflops", 0.0)),
+                memory_bandwidth=float(r.get("memory_bandwidth", 0.0)),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError(f"{source}: devices[{k}] needs name, type and memory_bytes ({e})") from None
+        if dev.memory_bytes <= 0:
+            raise InputError(f"{source}: devices[{k}].memory_bytes must be positive")
+        if dev.speed <= 0:
+            raise InputError(f"{source}: devices[{k}].speed must be positive")
+        devices.append(dev)
+    names = [d.name for d in devices]
+    for n in names:
+        if names.count(n) > 1:
+            raise InputError(f"{source}: duplicate device name {n!r} in 'devices'")
+    links = data.get("links", {})
+    default = links.get("default", {})
+    bw0 = float(default.get("bandwidth", 1e10))
+    lat0 = float(default.get("latency", 0.0))
+    _check_link(bw0, lat0, f"{source}: links.default")
+    d = len(devices)
+    bw = np.full((d, d), bw0)
+    lat = np.full((d, d), lat0)
+    idx = {n: i for i, n in enumerate(names)}
+    for k, p in enumerate(links.get("pairs", [])):
+        where = f"{source}: links.pairs[{k}]"
+        for end in ("src", "dst"):
+            if p.get(end) not in idx:
+                raise InputError(f"{where}.{end} names unknown device {p.get(end)!r}")
+        b = float(p.get("bandwidth", bw0))
+        la = float(p.get("latency", lat0))
+        _check_link(b, la, where)
+        i, j = idx[p["src"]], idx[p["dst"]]
+        bw[i, j], lat[i, j] = b, la
+        if p.get("symmetric", True):
+            bw[j, i], lat[j, i] = b, la
+    np.fill_diagonal(bw, np.inf)
+    np.fill_diagonal(lat, 0.0)
+    bw.setflags(write=False)
+    lat.setflags(write=False)
+    return Cluster(name=str(data.get("name", source)), devices=tuple(devices), bandwidth=bw, latency=lat)
+
+
+def _check_link(bw: float, lat: float, where: str) -> None:
+    if not bw > 0:
+        raise InputError(f"{where}.bandwidth must be positive, got {bw}")
+    if not lat >= 0:
+        raise InputError(f"{where}.latency must not be negative, got {lat}")
+
+
+def load(path_or_name: str) -> Cluster:
+    """Loads a cluster from a JSON file or a preset name ("k80x4").
+
+    "local", this process's own devices, needs TensorFlow: graphs.local_cluster.load
+    accepts it as well as everything this function does.
+
+    Raises:
+      InputError: the file is missing, not JSON, or fails the checks.
+    """
+    if path_or_name == "local":
+        raise InputError("cluster 'local' lists this process's devices: load it with graphs.local_cluster.load")
+    path = path_or_name
+    if not os.path.exists(path):
+        preset = os.path.join(CLUSTER_DIR, path_or_name + ".json")
+        if os.path.exists(preset):
+            path = preset
+        else:
+            presets = sorted(f[:-5] for f in os.listdir(CLUSTER_DIR) if f.endswith(".json"))
+            raise InputError(f"{path_or_name}: no such cluster file or preset (presets: {', '.join(presets)}, local)")
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise InputError(f"{path}: cannot read cluster spec ({e})") from None
+    return from_json(data, source=path)
+
+
+def make(
+    name: str,
+    devices: Sequence[Device],
+    bandwidth: float = 1e10,
+    latency: float = 0.0,
+) -> Cluster:
+    """Builds a uniform cluster in code (tests, discovery): one link type for all pairs."""
+    data = {
+        "name": name,
+        "devices": [dataclasses.asdict(d) for d in devices],
+        "links": {"default": {"bandwidth": bandwidth, "latency": latency}},
+    }
+    return from_json(data, source=name)

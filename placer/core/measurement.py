@@ -1,0 +1,62 @@
+"""The measurement protocol every backend implements (no TensorFlow)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from placer.core.placement import Placement
+
+# Failure kinds, as the paper distinguishes them.
+OOM = "oom"  # a device ran out of memory
+UNSUPPORTED = "unsupported"  # an op placed on a device type with no kernel for it
+TIMEOUT = "timeout"  # the measurement took longer than allowed
+ERROR = "error"  # any other runtime error
+FAILURES = (OOM, UNSUPPORTED, TIMEOUT, ERROR)
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """The outcome of measuring one placement.
+
+    Attributes:
+      step_time: seconds per training step; inf when the placement failed.
+      failure: None, or one of FAILURES.
+      message: human-readable detail of the failure ("" when none).
+      peak_memory: [D] peak bytes per device (what was reached before a failure).
+      busy_time: [D] seconds each device spent computing in one step.
+      bytes_moved: bytes sent across devices in one step.
+    """
+
+    step_time: float
+    failure: str | None = None
+    message: str = ""
+    peak_memory: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    busy_time: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    bytes_moved: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @staticmethod
+    def failed(kind: str, message: str, num_devices: int = 0) -> Measurement:
+        """A failed measurement of `kind` with zeroed per-device figures."""
+        assert kind in FAILURES, kind
+        return Measurement(float("inf"), kind, message, np.zeros(num_devices), np.zeros(num_devices))
+
+
+class Measurer(Protocol):
+    """Measures placements of one graph on one cluster.
+
+    Implementations: the simulator, Grappler's virtual cluster, and a real
+    `tf.compat.v1.Session`. Callers never know which one they got.
+    """
+
+    def measure(self, placements: Sequence[Placement]) -> list[Measurement]:
+        """Returns one Measurement per placement, in order; never raises for a
+        placement that merely cannot run (that is a failed Measurement)."""
+        ...

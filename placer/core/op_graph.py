@@ -1,0 +1,336 @@
+"""The op graph: the one type that flows through the toolkit (no TensorFlow).
+
+An `OpGraph` is an immutable, numpy-backed description of a training graph:
+per op its name, type, output shapes and bytes, persistent memory, colocation
+key and compute cost per device type; per edge its endpoints, the bytes it
+carries and whether it is a control edge. Ops are kept in a topological order,
+so every edge goes from a lower index to a higher one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+
+import networkx as nx
+import numpy as np
+
+from placer.core.errors import InputError
+
+Shape = tuple[int, ...]  # -1 marks an unknown dimension.
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OpGraph:
+    """An immutable op graph in topological order.
+
+    Build one with `OpGraph.create`, which checks the input and sorts the ops;
+    the constructor itself assumes its arrays are already consistent.
+
+    Attributes:
+      name: graph name, e.g. "nmt".
+      names: [n] op names (str), unique.
+      types: [n] op types (str), e.g. "MatMul".
+      output_shapes: per op, a tuple of output shapes (-1 = unknown dim).
+      output_bytes: [n] int64, bytes of all outputs of the op together.
+      persistent_bytes: [n] int64, bytes of variables the op owns.
+      colocation: [n] str, colocation key ("" = none). Ops sharing a non-empty
+        key must run on the same device (TF's `_class: loc:@...`).
+      device_types: names of the device types costs are given for ("CPU",
+        "GPU").
+      compute_cost: [n, len(device_types)] float64, seconds on a reference
+        device of that type (speed 1.0); NaN means the op cannot run there.
+      edge_src: [m] int32, producer index.
+      edge_dst: [m] int32, consumer index; edge_src < edge_dst.
+      edge_bytes: [m] int64, bytes sent along the edge (0 for control edges).
+      edge_control: [m] bool, True for control dependencies.
+    """
+
+    name: str
+    names: np.ndarray
+    types: np.ndarray
+    output_shapes: tuple[tuple[Shape, ...], ...]
+    output_bytes: np.ndarray
+    persistent_bytes: np.ndarray
+    colocation: np.ndarray
+    device_types: tuple[str, ...]
+    compute_cost: np.ndarray
+    edge_src: np.ndarray
+    edge_dst: np.ndarray
+    edge_bytes: np.ndarray
+    edge_control: np.ndarray
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray):
+                v.setflags(write=False)
+
+    # ----- construction -------------------------------------------------
+
+    @staticmethod
+    def create(
+        name: str,
+        names: Sequence[str],
+        types: Sequence[str],
+        edges: Sequence[tuple[str, str]] | Sequence[tuple[str, str, int]],
+        *,
+        output_shapes: Sequence[Sequence[Shape]] | None = None,
+        output_bytes: Sequence[int] | None = None,
+        persistent_bytes: Sequence[int] | None = None,
+        colocation: Sequence[str] | None = None,
+        device_types: Sequence[str] = (),
+        compute_cost: np.ndarray | None = None,
+        edge_control: Sequence[bool] | None = None,
+        source: str = "graph",
+    ) -> OpGraph:
+        """Checks the input, sorts the ops topologically and builds the graph.
+
+        Args:
+          name: graph name.
+          names: op names, unique.
+          types: op types, same length as `names`.
+          edges: (producer, consumer) or (producer, consumer, bytes) by name.
+          output_shapes: per op, its output shapes; default none.
+          output_bytes: per op, bytes of its outputs; default 0.
+          persistent_bytes: per op, bytes of variables; default 0.
+          colocation: per op, colocation key ("" = none); default none.
+          device_types: device types of the columns of `compute_cost`.
+          compute_cost: [n, len(device_types)] seconds; NaN = cannot run.
+          edge_control: per edge, True for control edges; default False.
+          source: where the data came from, for error messages (a file name).
+
+        Returns:
+          The graph, ops in a deterministic topological order (ties broken by
+          the input order).
+
+        Raises:
+          InputError: duplicate op names, an edge naming an unknown op, a
+            cycle, or arrays of the wrong length.
+        """
+        n = len(names)
+        index: dict[str, int] = {}
+        for i, op in enumerate(names):
+            if op in index:
+                raise InputError(f"{source}: duplicate op name {op!r}")
+            index[op] = i
+        if len(types) != n:
+            raise InputError(f"{source}: {len(types)} op types for {n} ops")
+
+        def per_op(values, default, what):
+            if values is None:
+                return [default] * n
+            if len(values) != n:
+                raise InputError(f"{source}: {len(values)} values of {what} for {n} ops")
+            return list(values)
+
+        shapes = [tuple(tuple(int(d) for d in s) for s in ss) for ss in per_op(output_shapes, (), "output_shapes")]
+        obytes = np.asarray(per_op(output_bytes, 0, "output_bytes"), dtype=np.int64)
+        pbytes = np.asarray(per_op(persistent_bytes, 0, "persistent_bytes"), dtype=np.int64)
+        coloc = per_op(colocation, "", "colocation")
+        device_types = tuple(device_types)
+        if compute_cost is None:
+            cost = np.full((n, len(device_types)), np.nan)
+        else:
+            cost = np.asarray(compute_cost, dtype=np.float64).reshape(n, len(device_types))
+        if np.any(cost < 0):
+            bad = int(np.argwhere(cost < 0)[0][0])
+            raise InputError(f"{source}: negative compute cost for op {names[bad]!r}")
+        if np.any(obytes < 0) or np.any(pbytes < 0):
+            raise InputError(f"{source}: negative byte count")
+
+        m = len(edges)
+        src = np.empty(m, dtype=np.int64)
+        dst = np.empty(m, dtype=np.int64)
+        ebytes = np.zeros(m, dtype=np.int64)
+        for k, e in enumerate(edges):
+            for end in e[:2]:
+                if end not in index:
+                    raise InputError(f"{source}: edge {e[0]!r} -> {e[1]!r} names unknown op {end!r}")
+            src[k], dst[k] = index[e[0]], index[e[1]]
+            if len(e) > 2:
+                ebytes[k] = int(e[2])
+        ctrl = np.asarray(per_op_edges(edge_control, m, source), dtype=bool)
+        if np.any(src == dst):
+            k = int(np.argmax(src == dst))
+            raise InputError(f"{source}: op {names[src[k]]!r} has an edge to itself (a cycle)")
+
+        order = topological_order(n, src, dst)
+        if order is None:
+            raise InputError(f"{source}: the graph has a cycle")
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
+        src, dst = rank[src], rank[dst]
+        eorder = np.lexsort((dst, src))
+        return OpGraph(
+            name=name,
+            names=np.asarray([names[i] for i in order], dtype=object),
+            types=np.asarray([types[i] for i in order], dtype=object),
+            output_shapes=tuple(shapes[i] for i in order),
+            output_bytes=obytes[order],
+            persistent_bytes=pbytes[order],
+            colocation=np.asarray([coloc[i] for i in order], dtype=object),
+            device_types=device_types,
+            compute_cost=cost[order],
+            edge_src=src[eorder].astype(np.int32),
+            edge_dst=dst[eorder].astype(np.int32),
+            edge_bytes=ebytes[eorder],
+            edge_control=ctrl[eorder],
+        )
+
+    def with_costs(self, device_types: Sequence[str], compute_cost: np.ndarray) -> OpGraph:
+        """Returns a copy of this graph with new per-device-type costs.
+
+        Args:
+          device_types: column names, e.g. ("CPU", "GPU").
+          compute_cost: [n, len(device_types)] seconds; NaN = cannot run.
+        """
+        cost = np.array(compute_cost, dtype=np.float64).reshape(self.num_ops, len(device_types))
+        return dataclasses.replace(self, device_types=tuple(device_types), compute_cost=cost)
+
+    # ----- queries --------------------------------------------------------
+
+    @property
+    def num_ops(self) -> int:
+        return len(self.names)
+
+    @property
+    def num_edges(self) -> int:
+        return len(self.edge_src)
+
+    def index(self) -> dict[str, int]:
+        """Returns the map from op name to op index."""
+        return {name: i for i, name in enumerate(self.names)}
+
+    def cost_for(self, device_type: str) -> np.ndarray:
+        """Returns [n] seconds per op on a reference `device_type` device (NaN = no kernel)."""
+        if device_type not in self.device_types:
+            return np.full(self.num_ops, np.nan)
+        return self.compute_cost[:, self.device_types.index(device_type)]
+
+    def fingerprint(self) -> str:
+        """A hash of op names, types and edges, so placements match their graph."""
+        h = hashlib.sha256()
+        for n, t in zip(self.names, self.types, strict=True):
+            h.update(f"{n}\x00{t}\x01".encode())
+        h.update(self.edge_src.astype("<i4").tobytes())
+        h.update(self.edge_dst.astype("<i4").tobytes())
+        h.update(self.edge_control.astype("u1").tobytes())
+        return h.hexdigest()[:16]
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, OpGraph):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.device_types == other.device_types
+            and self.output_shapes == other.output_shapes
+            and all(
+                np.array_equal(getattr(self, f), getattr(other, f))
+                for f in ("names", "types", "output_bytes", "persistent_bytes", "colocation")
+            )
+            and np.array_equal(self.compute_cost, other.compute_cost, equal_nan=True)
+            and all(
+                np.array_equal(getattr(self, f), getattr(other, f))
+                for f in ("edge_src", "edge_dst", "edge_bytes", "edge_control")
+            )
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ----- networkx -------------------------------------------------------
+
+    def to_networkx(self) -> nx.DiGraph:
+        """Returns a DiGraph with op names as nodes and all attributes kept.
+
+        Parallel edges between the same two ops are merged: their bytes add
+        up, and the edge is a control edge only if all of them were.
+        """
+        g = nx.DiGraph(name=self.name, device_types=self.device_types)
+        for i, op in enumerate(self.names):
+            g.add_node(
+                op,
+                type=self.types[i],
+                output_shapes=self.output_shapes[i],
+                output_bytes=int(self.output_bytes[i]),
+                persistent_bytes=int(self.persistent_bytes[i]),
+                colocation=self.colocation[i],
+                cost={t: float(self.compute_cost[i, j]) for j, t in enumerate(self.device_types)},
+            )
+        for s, d, b, c in zip(self.edge_src, self.edge_dst, self.edge_bytes, self.edge_control, strict=True):
+            u, v = self.names[s], self.names[d]
+            if g.has_edge(u, v):
+                g[u][v]["bytes"] += int(b)
+                g[u][v]["control"] = g[u][v]["control"] and bool(c)
+            else:
+                g.add_edge(u, v, bytes=int(b), control=bool(c))
+        return g
+
+    @staticmethod
+    def from_networkx(g: nx.DiGraph, name: str | None = None) -> OpGraph:
+        """Builds an OpGraph from a DiGraph laid out as `to_networkx` makes it.
+
+        Missing node attributes take their defaults (type "Unknown", no bytes,
+        no costs).
+        """
+        nodes = list(g.nodes)
+        device_types = tuple(g.graph.get("device_types", ()))
+        data = [g.nodes[v] for v in nodes]
+        cost = np.array(
+            [[d.get("cost", {}).get(t, np.nan) for t in device_types] for d in data], dtype=np.float64
+        ).reshape(len(nodes), len(device_types))
+        return OpGraph.create(
+            name or g.graph.get("name", "graph"),
+            [str(v) for v in nodes],
+            [d.get("type", "Unknown") for d in data],
+            [(str(u), str(v), int(a.get("bytes", 0))) for u, v, a in g.edges(data=True)],
+            output_shapes=[d.get("output_shapes", ()) for d in data],
+            output_bytes=[d.get("output_bytes", 0) for d in data],
+            persistent_bytes=[d.get("persistent_bytes", 0) for d in data],
+            colocation=[d.get("colocation", "") for d in data],
+            device_types=device_types,
+            compute_cost=cost,
+            edge_control=[bool(a.get("control", False)) for _, _, a in g.edges(data=True)],
+        )
+
+
+def per_op_edges(values: Sequence[bool] | None, m: int, source: str) -> list[bool]:
+    """Returns per-edge control flags, checking the length."""
+    if values is None:
+        return [False] * m
+    if len(values) != m:
+        raise InputError(f"{source}: {len(values)} control flags for {m} edges")
+    return list(values)
+
+
+def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
+    """Kahn's algorithm, ties broken by the smallest index first.
+
+    Args:
+      n: number of nodes.
+      src: [m] edge sources.
+      dst: [m] edge targets.
+
+    Returns:
+      [n] node indices in topological order, or None if there is a cycle.
+    """
+    import heapq
+
+    indeg = np.bincount(dst, minlength=n).astype(np.int64)
+    order_e = np.argsort(src, kind="stable")
+    starts = np.searchsorted(src[order_e], np.arange(n + 1))
+    succ = dst[order_e]
+    heap = [i for i in range(n) if indeg[i] == 0]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        v = heapq.heappop(heap)
+        out.append(v)
+        for w in succ[starts[v] : starts[v + 1]]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                heapq.heappush(heap, int(w))
+    if len(out) != n:
+        return None
+    return np.asarray(out, dtype=np.int64)

@@ -1,0 +1,1 @@
+"""The learner: the placement problem, policies behind an encoder registry, REINFORCE."""

@@ -1,0 +1,277 @@
+"""Measurement engines of `placer-search`: a pool of slots that measure placements.
+
+A slot is one measurement worker (a device in a real cluster). Every search
+holds some slots for an epoch; `Engine.measure` spreads one iteration's
+placements over the search's slots and waits for them. Faults lose no search:
+a worker that raises or dies has its placements measured again on another
+slot (up to `max_retries` times, then they count as failed with ERROR), and a
+worker that hangs past the time-out is replaced and its placements count as
+failed with TIMEOUT. The in-process engine (threads on this machine) lives
+here; the Ray engine for several machines is in `placer.sharing.ray_engine`. No
+TensorFlow.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import queue
+import threading
+import time
+from collections.abc import Callable, Hashable, Sequence
+
+from placer.core.measurement import ERROR, TIMEOUT, Measurement
+from placer.measure.simulator import Simulator
+
+
+class WorkerDied(Exception):  # noqa: N818 (a state, not a programming error)
+    """The worker measuring a chunk raised or is gone; the chunk may be measured elsewhere."""
+
+
+def simulator_factory(graph, cluster):
+    """The default measurer of a worker: the simulator of `graph` on `cluster`."""
+    return Simulator(graph, cluster)
+
+
+def spread(count: int, slots: int) -> list[list[int]]:
+    """Splits placement indices 0..count-1 into at most `slots` chunks, round robin.
+
+    >>> spread(5, 2)
+    [[0, 2, 4], [1, 3]]
+    """
+    k = max(1, min(int(slots), count))
+    return [list(range(i, count, k)) for i in range(k)] if count else []
+
+
+class Engine:
+    """A pool of measurement slots, numbered from 0; subclasses run the workers.
+
+    Args:
+      measure_timeout_s: seconds per placement after which a chunk counts as hung.
+      max_retries: times a chunk whose worker died is sent to another slot.
+      measure_seconds: seconds a worker is held per placement on top of measuring
+        it (emulates a real device's run time with the simulator).
+      factory: `factory(graph, cluster) -> Measurer`, built once per worker and job.
+    """
+
+    def __init__(
+        self,
+        *,
+        measure_timeout_s: float = 60.0,
+        max_retries: int = 1,
+        measure_seconds: float = 0.0,
+        factory: Callable = simulator_factory,
+    ):
+        self.measure_timeout_s = float(measure_timeout_s)
+        self.max_retries = int(max_retries)
+        self.measure_seconds = float(measure_seconds)
+        self.factory = factory
+        self._jobs: dict[Hashable, tuple] = {}  # job -> (graph, cluster)
+        self._lock = threading.Lock()
+        self.retried = 0  # chunks sent again after their worker died
+        self.timed_out = 0  # chunks given up as hung
+
+    # ----- what subclasses provide ----------------------------------------
+
+    @property
+    def num_slots(self) -> int:
+        raise NotImplementedError
+
+    def add_slots(self, n: int) -> list[int]:
+        """Starts n more workers; returns their slot numbers."""
+        raise NotImplementedError
+
+    def remove_slots(self, slots: Sequence[int]) -> None:
+        """Stops the workers of these slots (work queued on them fails over)."""
+        raise NotImplementedError
+
+    def _submit(self, slot: int, job_id: Hashable, placements: list):
+        raise NotImplementedError
+
+    def _result(self, handle, timeout: float) -> list[Measurement]:
+        """The chunk's measurements; raises WorkerDied or TimeoutError."""
+        raise NotImplementedError
+
+    def _replace(self, slot: int, handle, *, hung: bool) -> None:
+        """Replaces the worker that ran `handle` (hung=True: it hangs) by a fresh one, unless already done."""
+        raise NotImplementedError
+
+    def _forget(self, job_id: Hashable) -> None:
+        """Lets workers drop their measurer of a finished job."""
+
+    def close(self) -> None:
+        """Stops every worker."""
+
+    # ----- shared logic --------------------------------------------------
+
+    def add_job(self, job_id: Hashable, graph, cluster) -> None:
+        """Registers the graph and cluster a job's placements are measured on."""
+        with self._lock:
+            self._jobs[job_id] = (graph, cluster)
+
+    def remove_job(self, job_id: Hashable) -> None:
+        with self._lock:
+            self._jobs.pop(job_id, None)
+        self._forget(job_id)
+
+    def measure(self, job_id: Hashable, placements: Sequence, slots: Sequence[int]) -> list[Measurement]:
+        """Measures a job's placements spread over `slots`, in parallel.
+
+        Args:
+          job_id: a job given to add_job.
+          placements: the placements (of the job's graph).
+          slots: the slot numbers the job holds (at least one).
+
+        Returns:
+          One Measurement per placement, in order; failed ones carry TIMEOUT
+          (hung worker) or ERROR (worker died on every try).
+        """
+        if not slots:
+            raise ValueError(f"job {job_id}: measure without slots")
+        placements = list(placements)
+        num_devices = self._jobs[job_id][1].num_devices
+        out: list[Measurement | None] = [None] * len(placements)
+        chunks = spread(len(placements), len(slots))
+        rotation = itertools.cycle(range(len(slots)))
+        live = []  # (chunk, slot, handle, deadline, attempt)
+        for chunk in chunks:
+            live.append(self._send(chunk, slots[next(rotation)], job_id, placements))
+        while live:
+            chunk, slot, handle, deadline, attempt = live.pop(0)
+            try:
+                res = self._result(handle, max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                self.timed_out += 1
+                self._replace(slot, handle, hung=True)
+                msg = f"slot {slot}: no result within {self.measure_timeout_s * len(chunk):g} s"
+                for i in chunk:
+                    out[i] = Measurement.failed(TIMEOUT, msg, num_devices)
+                continue
+            except WorkerDied as e:
+                self._replace(slot, handle, hung=False)
+                if attempt < self.max_retries:
+                    self.retried += 1
+                    other = slots[next(rotation)]
+                    live.append(self._send(chunk, other, job_id, placements, attempt + 1))
+                else:
+                    for i in chunk:
+                        out[i] = Measurement.failed(ERROR, f"slot {slot}: worker died: {e}", num_devices)
+                continue
+            for i, m in zip(chunk, res, strict=True):
+                out[i] = m
+        return out
+
+    def _send(self, chunk, slot, job_id, placements, attempt=0):
+        handle = self._submit(slot, job_id, [placements[i] for i in chunk])
+        deadline = time.monotonic() + self.measure_timeout_s * len(chunk)
+        return chunk, slot, handle, deadline, attempt
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _SlotThread:
+    """One in-process worker: a daemon thread measuring the chunks queued to it."""
+
+    def __init__(self, engine: InProcessEngine, tasks: queue.Queue):
+        self.engine = engine
+        self.tasks = tasks
+        self.retired = False
+        self.measurers: dict = {}
+        self.thread = threading.Thread(target=self._loop, daemon=True, name="placer-slot")
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.retired:
+            task = self.tasks.get()
+            if task is None or self.retired:
+                if task is not None:
+                    self.tasks.put(task)  # the replacement worker takes it
+                return
+            job_id, placements, future = task
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(self._measure(job_id, placements))
+                except Exception as e:  # noqa: BLE001 (any worker fault is retried elsewhere)
+                    future.set_exception(WorkerDied(f"{type(e).__name__}: {e}"))
+
+    def _measure(self, job_id, placements) -> list[Measurement]:
+        if job_id not in self.measurers:
+            graph, cluster = self.engine._jobs[job_id]
+            self.measurers[job_id] = self.engine.factory(graph, cluster)
+        res = self.measurers[job_id].measure(placements)
+        if self.engine.measure_seconds > 0:
+            time.sleep(self.engine.measure_seconds * len(placements))
+        return list(res)
+
+
+class InProcessEngine(Engine):
+    """Measurement workers as threads on this machine (right for the simulator).
+
+    Args:
+      num_slots: workers to start.
+      **options: see Engine.
+    """
+
+    def __init__(self, num_slots: int, **options):
+        super().__init__(**options)
+        self._workers: dict[int, _SlotThread] = {}
+        self._next = 0
+        self.add_slots(num_slots)
+
+    @property
+    def num_slots(self) -> int:
+        return len(self._workers)
+
+    @property
+    def slot_ids(self) -> list[int]:
+        return sorted(self._workers)
+
+    def add_slots(self, n: int) -> list[int]:
+        with self._lock:
+            new = list(range(self._next, self._next + n))
+            self._next += n
+            for s in new:
+                self._workers[s] = _SlotThread(self, queue.Queue())
+        return new
+
+    def remove_slots(self, slots: Sequence[int]) -> None:
+        with self._lock:
+            for s in slots:
+                w = self._workers.pop(s, None)
+                if w is not None:
+                    w.retired = True
+                    w.tasks.put(None)
+
+    def _submit(self, slot, job_id, placements):
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            worker = self._workers.get(slot)
+        if worker is None:
+            future.set_exception(WorkerDied(f"slot {slot} was removed"))
+        else:
+            worker.tasks.put((job_id, placements, future))
+        return worker, future
+
+    def _result(self, handle, timeout):
+        return handle[1].result(timeout=timeout)
+
+    def _replace(self, slot, handle, *, hung):
+        if not hung:
+            return  # the thread caught the fault and keeps serving
+        with self._lock:
+            old = self._workers.get(slot)
+            if old is None or old is not handle[0]:
+                return
+            old.retired = True  # a hung thread cannot be stopped; it exits after its task
+            self._workers[slot] = _SlotThread(self, old.tasks)  # takes over the queued chunks
+
+    def _forget(self, job_id):
+        for w in list(self._workers.values()):
+            w.measurers.pop(job_id, None)
+
+    def close(self) -> None:
+        self.remove_slots(list(self._workers))

@@ -1,0 +1,222 @@
+"""Jobs files of `placer-search`: concurrent placement searches, checked up front.
+
+A jobs file is an ml_collections config file whose `get_config()` returns a
+ConfigDict with `jobs`, a list of job ConfigDicts (format in docs/formats.md,
+"Jobs file"). Everything a job names (its model config or graph file, its
+cluster, the placer fields it overrides) is read and checked here, so a bad
+file fails with one InputError before any search starts. No TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import ml_collections
+
+from configs import common
+from placer.core import cluster as cluster_lib
+from placer.core import configs_util
+from placer.core import io as graph_io
+from placer.core.errors import InputError
+
+JOB_FIELDS = ("name", "config", "graph", "cluster", "arrival_s", "steps", "seed", "max_slots")
+TOP_FIELDS = ("jobs", "measure_seconds", "measure_timeout_s", "max_retries")
+# Placer fields a job may not override: samples per step is the job's slot count.
+_FIXED = ("samples_per_step",)
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclasses.dataclass
+class JobSpec:
+    """One placement search of a jobs file.
+
+    Attributes:
+      name: unique job name (letters, digits, `_.-`), also its folder name.
+      config_spec: model config `path[:variant]`, or None.
+      graph_path: graph JSON file, or None (exactly one of the two is set).
+      cluster: cluster preset name or JSON path.
+      arrival_s: seconds after the start of the run at which the search starts.
+      steps: REINFORCE iterations the search runs (then it is finished).
+      seed: seeds the policy weights and the sampling.
+      max_slots: most slots (= placements measured per iteration) it can use.
+      config: the full model config (with `placer`, `cluster`, `measure`), overrides applied.
+    """
+
+    name: str
+    config_spec: str | None
+    graph_path: str | None
+    cluster: str
+    arrival_s: float
+    steps: int
+    seed: int
+    max_slots: int
+    config: object
+
+
+@dataclasses.dataclass
+class Workload:
+    """A checked jobs file.
+
+    Attributes:
+      path: the jobs file.
+      jobs: the searches, in arrival order (ties keep file order).
+      measure_seconds: seconds a slot is held per measured placement on top of
+        the measurement itself (emulates a real device's run time with the simulator; 0 = none).
+      measure_timeout_s: seconds after which a measurement counts as hung.
+      max_retries: times a placement whose worker died is measured again elsewhere.
+    """
+
+    path: str
+    jobs: list[JobSpec]
+    measure_seconds: float = 0.0
+    measure_timeout_s: float = 60.0
+    max_retries: int = 1
+
+
+def _overridable() -> dict[str, tuple[str, object]]:
+    """Leaf name -> (section, default) of the placer fields a job may override."""
+    out = {}
+    pc = common.placer_config()
+    for section in ("grouping", "policy", "train"):
+        for key, value in pc[section].items():
+            if key not in _FIXED:
+                out[key] = (section, value)
+    return out
+
+
+def _number(where: str, value, *, integer: bool = False, minimum: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or (integer and not isinstance(value, int)):
+        kind = "an integer" if integer else "a number"
+        raise InputError(f"{where}: must be {kind}, got {value!r}")
+    if not math.isfinite(value):
+        raise InputError(f"{where}: must be finite, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise InputError(f"{where}: must be >= {minimum}, got {value!r}")
+    return value
+
+
+def _as_dict(job, where: str) -> dict:
+    if hasattr(job, "to_dict"):
+        return job.to_dict()
+    if isinstance(job, dict):
+        return dict(job)
+    raise InputError(f"{where}: a job must be a ConfigDict or dict, got {type(job).__name__}")
+
+
+def load_workload(path: str, *, load_models: bool = True) -> Workload:
+    """Reads and checks a jobs file.
+
+    Args:
+      path: the jobs file (an ml_collections config file, optionally `path:variant`).
+      load_models: also load each job's model config file (the graphs are
+        built later, by `placer.sharing.search.prepare`).
+
+    Returns:
+      The Workload, jobs sorted by arrival.
+
+    Raises:
+      InputError: naming the file, job and field of the first problem.
+    """
+    root = configs_util.load_config(path)
+    top = _as_dict(root, path)
+    for key in top:
+        if key not in TOP_FIELDS:
+            raise InputError(f"{path}: unknown field {key!r} (valid: {', '.join(TOP_FIELDS)})")
+    jobs = top.get("jobs")
+    if not isinstance(jobs, list | tuple) or not jobs:
+        raise InputError(f"{path}: field 'jobs' must be a non-empty list of jobs")
+    work = Workload(path, [])
+    if "measure_seconds" in top:
+        work.measure_seconds = float(_number(f"{path}: measure_seconds", top["measure_seconds"], minimum=0))
+    if "measure_timeout_s" in top:
+        work.measure_timeout_s = float(_number(f"{path}: measure_timeout_s", top["measure_timeout_s"], minimum=1e-3))
+    if "max_retries" in top:
+        work.max_retries = int(_number(f"{path}: max_retries", top["max_retries"], integer=True, minimum=0))
+    over = _overridable()
+    names = set()
+    clusters: dict[str, object] = {}
+    for i, raw in enumerate(jobs):
+        job = _as_dict(raw, f"{path}: jobs[{i}]")
+        name = job.get("name")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise InputError(
+                f"{path}: jobs[{i}].name: must be a non-empty name of letters, digits, '_.-', got {name!r}"
+            )
+        where = f"{path}: job {name!r}"
+        if name in names:
+            raise InputError(f"{where}: duplicate name")
+        names.add(name)
+        for key in job:
+            if key not in JOB_FIELDS and key not in over:
+                raise InputError(
+                    f"{where}: unknown field {key!r} (valid: {', '.join(JOB_FIELDS)}, "
+                    f"or a placer field: {', '.join(sorted(over))})"
+                )
+        spec, graph = job.get("config"), job.get("graph")
+        if (spec is None) == (graph is None):
+            raise InputError(f"{where}: give exactly one of 'config' and 'graph'")
+        for key, value in (("config", spec), ("graph", graph)):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise InputError(f"{where}: {key} must be a file path, got {value!r}")
+        if graph is not None:
+            try:
+                graph_io.load(graph)
+            except InputError as e:
+                raise InputError(f"{where}: graph: {e}") from None
+            config = common.attach(_blank())
+        elif load_models:
+            try:
+                config = configs_util.load_config(spec)
+            except InputError as e:
+                raise InputError(f"{where}: config: {e}") from None
+            if "placer" not in config:
+                config = common.attach(config)
+        else:
+            config = common.attach(_blank())
+        cluster = job.get("cluster", config.get("cluster", "k80x4"))
+        if not isinstance(cluster, str):
+            raise InputError(f"{where}: cluster must be a preset name or JSON path, got {cluster!r}")
+        if cluster not in clusters and cluster != "local":  # "local" is this process's devices, read at run time
+            try:
+                clusters[cluster] = cluster_lib.load(cluster)
+            except InputError as e:
+                raise InputError(f"{where}: cluster: {e}") from None
+        config.cluster = cluster
+        config.measure = "sim"
+        for key, value in job.items():
+            if key in over:
+                section, default = over[key]
+                config.placer[section][key] = _override(f"{where}: {key}", value, default)
+        max_slots = job.get("max_slots", config.placer.train.samples_per_step)
+        work.jobs.append(
+            JobSpec(
+                name=name,
+                config_spec=spec,
+                graph_path=graph,
+                cluster=cluster,
+                arrival_s=float(_number(f"{where}: arrival_s", job.get("arrival_s", 0.0), minimum=0)),
+                steps=int(_number(f"{where}: steps", job.get("steps", 50), integer=True, minimum=1)),
+                seed=int(_number(f"{where}: seed", job.get("seed", 0), integer=True)),
+                max_slots=int(_number(f"{where}: max_slots", max_slots, integer=True, minimum=1)),
+                config=config,
+            )
+        )
+    work.jobs.sort(key=lambda j: j.arrival_s)
+    return work
+
+
+def _blank():
+    return ml_collections.ConfigDict()
+
+
+def _override(where: str, value, default):
+    """Checks an override against the type of the field's default."""
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise InputError(f"{where}: must be true or false, got {value!r}")
+        return value
+    if isinstance(default, int):
+        return int(_number(where, value, integer=True, minimum=0))
+    return float(_number(where, value))

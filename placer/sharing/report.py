@@ -1,0 +1,238 @@
+"""Curves, sharing metrics and tables of `placer-search` runs (no TensorFlow).
+
+The metrics are SLAQ's (Zhang et al., SoCC 2017), as `placer.sharing.slaq_trace`
+computes them on recorded traces: a job's normalised quality is its loss
+reduction so far over its total reduction, (L0 - L) / (L0 - L_N); reported are
+the seconds from a job's start until it reached 80%, 90% and 95% of its total
+reduction, and the mean quality of the running jobs over time. A placement
+search's loss (mean sqrt step time of one iteration's samples) is noisy, more
+so with few samples, so L is a trailing mean over `SMOOTH` iterations.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import os
+
+import numpy as np
+
+from placer.core import atomic
+from placer.sharing.slaq_trace import TARGETS
+
+SMOOTH = 5  # iterations in the trailing mean of the loss (our choice)
+CURVE_COLUMNS = ("time_s", "iteration", "loss", "smoothed_loss", "best_step_time", "slots", "seconds")
+
+
+@dataclasses.dataclass
+class JobCurve:
+    """One search's record.
+
+    Attributes:
+      name: the job.
+      status: "done", "failed" or "not started".
+      start_s: seconds from the run start at which it started (nan if never).
+      end_s: seconds at which it finished or failed (nan if it never started).
+      times: [n] seconds from the run start at which iteration i finished.
+      losses: [n] loss of iteration i (mean sqrt step time of its samples, s^0.5).
+      best: [n] best step time found up to iteration i (seconds; inf while none ran).
+      slots: [n] slots held during iteration i.
+      seconds: [n] wall seconds iteration i took.
+      error: one line for a failed search.
+    """
+
+    name: str
+    status: str = "not started"
+    start_s: float = math.nan
+    end_s: float = math.nan
+    times: list = dataclasses.field(default_factory=list)
+    losses: list = dataclasses.field(default_factory=list)
+    best: list = dataclasses.field(default_factory=list)
+    slots: list = dataclasses.field(default_factory=list)
+    seconds: list = dataclasses.field(default_factory=list)
+    error: str = ""
+
+
+def smooth(losses, window: int = SMOOTH) -> np.ndarray:
+    """[n] trailing mean of the last `window` losses (fewer at the start).
+
+    >>> smooth([4.0, 2.0, 0.0], 2).tolist()
+    [4.0, 3.0, 1.0]
+    """
+    x = np.asarray(losses, dtype=np.float64)
+    if x.size == 0:
+        return x
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    i = np.arange(1, x.size + 1)
+    lo = np.maximum(0, i - window)
+    return (c[i] - c[lo]) / (i - lo)
+
+
+def time_to(curve: JobCurve, fraction: float, window: int = SMOOTH) -> float:
+    """Seconds from the job's start until its smoothed loss first came within
+    (1 - fraction) of its total reduction; inf if never, nan without a reduction."""
+    s = smooth(curve.losses, window)
+    if s.size < 2 or not s[0] - s[-1] > 0:
+        return math.nan
+    total = s[0] - s[-1]
+    hit = np.flatnonzero(s[0] - s >= fraction * total - 1e-12 * abs(total))
+    return float(curve.times[hit[0]] - curve.start_s) if hit.size else math.inf
+
+
+def quality_at(curve: JobCurve, t: float, window: int = SMOOTH) -> float:
+    """Normalised quality (L0 - L) / (L0 - L_N) of the job at time t (seconds from the run start).
+
+    1 for a job whose loss did not go down; 0 before its first iteration.
+    """
+    s = smooth(curve.losses, window)
+    if s.size == 0:
+        return 0.0
+    total = s[0] - s[-1]
+    if not total > 0:
+        return 1.0
+    k = int(np.searchsorted(np.asarray(curve.times), t, side="right")) - 1
+    return 0.0 if k < 0 else float((s[0] - s[k]) / total)
+
+
+def mean_quality(curves: list[JobCurve], times, window: int = SMOOTH) -> np.ndarray:
+    """[T] mean quality of the jobs running at each time (started, not ended); nan when none."""
+    out = []
+    for t in times:
+        run = [c for c in curves if c.start_s <= t < c.end_s and c.status == "done"]
+        out.append(float(np.mean([quality_at(c, t, window) for c in run])) if run else math.nan)
+    return np.asarray(out)
+
+
+def summarise(
+    policy: str, curves: list[JobCurve], epoch_times, *, slots: int, epoch_s: float, wall_s: float, window: int = SMOOTH
+) -> dict:
+    """The run's summary (what summary.json holds).
+
+    Args:
+      policy: "slaq" or "fair".
+      curves: one per job.
+      epoch_times: seconds from the run start at which slots were reassigned.
+      slots: slots in the pool.
+      epoch_s: seconds per epoch.
+      wall_s: seconds the run took.
+      window: smoothing window (iterations).
+    """
+    jobs = []
+    for c in curves:
+        jobs.append(
+            {
+                "name": c.name,
+                "status": c.status,
+                "error": c.error,
+                "iterations": len(c.losses),
+                "start_s": _finite(c.start_s),
+                "seconds": _finite(c.end_s - c.start_s),
+                "first_loss": c.losses[0] if c.losses else None,
+                "last_loss": float(smooth(c.losses, window)[-1]) if c.losses else None,
+                "best_step_time": _finite(c.best[-1]) if c.best else None,
+                "time_to": {f"{int(f * 100)}%": _finite(time_to(c, f, window)) for f in TARGETS},
+            }
+        )
+    q = mean_quality(curves, epoch_times, window)
+    done = [c for c in curves if c.status == "done"]
+    mean_to = {}
+    for f in TARGETS:
+        t = [time_to(c, f, window) for c in done]
+        t = [x for x in t if math.isfinite(x)]
+        mean_to[f"{int(f * 100)}%"] = float(np.mean(t)) if t else None
+    finite_q = q[np.isfinite(q)]
+    return {
+        "policy": policy,
+        "slots": slots,
+        "epoch_s": epoch_s,
+        "wall_s": wall_s,
+        "smooth_iterations": window,
+        "jobs": jobs,
+        "mean_time_to": mean_to,
+        "quality_times": [float(t) for t in epoch_times],
+        "mean_quality": [_finite(x) for x in q],
+        "average_quality": float(finite_q.mean()) if finite_q.size else None,
+    }
+
+
+def _finite(x) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def _fmt(x, spec: str = ".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def format_table(summary: dict) -> str:
+    """A text table of one run: per job its status, iterations, best step time and times to 80/90/95%."""
+    keys = [f"{int(f * 100)}%" for f in TARGETS]
+    lines = [
+        f"policy {summary['policy']}: {len(summary['jobs'])} searches on {summary['slots']} slots, "
+        f"epoch {summary['epoch_s']:g} s, {summary['wall_s']:.1f} s",
+        f"{'job':<18} {'status':<7} {'iters':>5} {'best (s)':>9} " + " ".join(f"{'t' + k:>7}" for k in keys),
+    ]
+    for j in summary["jobs"]:
+        lines.append(
+            f"{j['name'][:18]:<18} {j['status'][:7]:<7} {j['iterations']:>5} "
+            f"{_fmt(j['best_step_time'], '.3g'):>9} " + " ".join(f"{_fmt(j['time_to'][k]):>7}" for k in keys)
+        )
+    lines.append(
+        f"{'mean':<18} {'':<7} {'':>5} {'':>9} " + " ".join(f"{_fmt(summary['mean_time_to'][k]):>7}" for k in keys)
+    )
+    lines.append(
+        "t80%..t95%: seconds from a search's start to 80/90/95% of its total (smoothed) loss "
+        "reduction; '-' when its loss did not fall"
+    )
+    lines.append(f"average normalised quality: {_fmt(summary['average_quality'], '.3f')}")
+    for j in summary["jobs"]:
+        if j["status"] == "failed":
+            lines.append(f"{j['name']} failed: {j['error']}")
+    return "\n".join(lines)
+
+
+def write_outputs(
+    folder: str, summary: dict, curves: list[JobCurve], allocations: list[tuple], window: int = SMOOTH
+) -> None:
+    """Writes curves/<job>.csv, curves.json, allocations.csv and summary.json into `folder` (atomically)."""
+    os.makedirs(os.path.join(folder, "curves"), exist_ok=True)
+    for c in curves:
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow(CURVE_COLUMNS)
+        s = smooth(c.losses, window)
+        for i in range(len(c.losses)):
+            w.writerow(
+                [
+                    f"{c.times[i]:.4f}",
+                    i,
+                    repr(float(c.losses[i])),
+                    repr(float(s[i])),
+                    repr(float(c.best[i])),
+                    c.slots[i],
+                    f"{c.seconds[i]:.4f}",
+                ]
+            )
+        atomic.write_text(os.path.join(folder, "curves", f"{c.name}.csv"), out.getvalue())
+    data = {
+        c.name: {
+            "start_s": _finite(c.start_s),
+            "end_s": _finite(c.end_s),
+            "status": c.status,
+            "time_s": list(map(float, c.times)),
+            "loss": list(map(float, c.losses)),
+            "best_step_time": [_finite(b) for b in c.best],
+            "slots": list(map(int, c.slots)),
+        }
+        for c in curves
+    }
+    atomic.write_text(os.path.join(folder, "curves.json"), json.dumps(data))
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["time_s", "job", "slots"])
+    for t, job, n in allocations:
+        w.writerow([f"{t:.4f}", job, n])
+    atomic.write_text(os.path.join(folder, "allocations.csv"), out.getvalue())
+    atomic.write_text(os.path.join(folder, "summary.json"), json.dumps(summary, indent=1))

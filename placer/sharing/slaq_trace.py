@@ -1,0 +1,362 @@
+"""Trace-driven evaluation of slot allocators on recorded loss curves.
+
+Jobs are given as recorded curves (loss per iteration, seconds per iteration
+for each slot count, arrival time), so an allocator can be evaluated on
+curves from any training system without running it. The CSV format is the
+"SLAQ trace" section of docs/formats.md. The synthetic generator follows the
+SLAQ paper's workload (Zhang et al., SoCC 2017): Poisson arrivals with a mean
+inter-arrival time of 15 s and curves of the convergence families SLAQ fits.
+numpy only (no TensorFlow).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from placer.core import atomic
+from placer.core.errors import InputError
+from placer.sharing.slaq import JobState
+
+TARGETS = (0.8, 0.9, 0.95)  # fractions of a job's total loss reduction reported by simulate_sharing
+# Default range of the synthetic serial fraction b / a of t(s) = a / s + b. It brackets
+# what real placement searches measure: fit_runtime on the 20 searches recorded in
+# bench/data/search_trace.csv (policy time serial, 16 placements dealt over the slots)
+# gives b / a between 0.047 and 0.063.
+SERIAL_FRACTION = (0.04, 0.07)
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceJob:
+    """One recorded job.
+
+    Attributes:
+      job_id: name of the job.
+      arrival_s: seconds from the start of the trace at which the job arrives.
+      losses: [N + 1] loss after iterations 0..N (index 0: the initial loss).
+      seconds: [N + 1, M] seconds iteration k takes on s = 1..M slots (row 0 unused);
+        with more than M slots the job runs at its M-slot speed.
+    """
+
+    job_id: str
+    arrival_s: float
+    losses: np.ndarray
+    seconds: np.ndarray
+
+    @property
+    def max_slots(self) -> int:
+        return int(self.seconds.shape[1])
+
+    @property
+    def iterations(self) -> int:
+        return int(self.losses.size - 1)
+
+
+def save_trace(path: str, jobs: Sequence[TraceJob]) -> None:
+    """Writes jobs as a SLAQ trace CSV (atomically); M is the largest max_slots."""
+    width = max((j.max_slots for j in jobs), default=1)
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["job", "arrival_s", "iteration", "loss"] + [f"seconds_{s}" for s in range(1, width + 1)])
+    for j in jobs:
+        for k, loss in enumerate(j.losses):
+            secs = ["" if k == 0 else repr(float(v)) for v in j.seconds[k]]
+            w.writerow([j.job_id, repr(float(j.arrival_s)), k, repr(float(loss))] + secs + [""] * (width - j.max_slots))
+    atomic.write_text(path, out.getvalue())
+
+
+def _number(path: str, line: int, column: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{path}: row {line}, column {column}: not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise InputError(f"{path}: row {line}, column {column}: not finite: {text!r}")
+    return value
+
+
+def load_trace(path: str) -> list[TraceJob]:
+    """Reads a SLAQ trace CSV (format in docs/formats.md), jobs in order of arrival.
+
+    Raises:
+      InputError: naming the file, row and column of the first bad value.
+    """
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read trace: {e}") from None
+    if not rows:
+        raise InputError(f"{path}: empty trace (no header)")
+    header = [h.strip() for h in rows[0]]
+    if header[:4] != ["job", "arrival_s", "iteration", "loss"]:
+        raise InputError(f"{path}: header must start with job,arrival_s,iteration,loss; got {','.join(header[:4])}")
+    width = len(header) - 4
+    if width < 1 or header[4:] != [f"seconds_{s}" for s in range(1, width + 1)]:
+        raise InputError(f"{path}: header: after loss come seconds_1, seconds_2, ... (at least seconds_1)")
+    per_job: dict[str, list] = {}
+    for line, row in enumerate(rows[1:], start=2):
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            raise InputError(f"{path}: row {line}: {len(row)} columns, header has {len(header)}")
+        job = row[0].strip()
+        if not job:
+            raise InputError(f"{path}: row {line}, column job: empty")
+        arrival = _number(path, line, "arrival_s", row[1])
+        if arrival < 0:
+            raise InputError(f"{path}: row {line}, column arrival_s: negative")
+        it = _number(path, line, "iteration", row[2])
+        if it != int(it) or it < 0:
+            raise InputError(f"{path}: row {line}, column iteration: not a non-negative integer: {row[2]!r}")
+        loss = _number(path, line, "loss", row[3])
+        secs = []
+        for s, text in enumerate(row[4:], start=1):
+            if not text.strip():
+                secs.append(math.nan)
+                continue
+            v = _number(path, line, f"seconds_{s}", text)
+            if v <= 0:
+                raise InputError(f"{path}: row {line}, column seconds_{s}: must be > 0")
+            secs.append(v)
+        per_job.setdefault(job, []).append((line, arrival, int(it), loss, secs))
+    if not per_job:
+        raise InputError(f"{path}: no jobs")
+    jobs = [_assemble(path, job, recs) for job, recs in per_job.items()]
+    return sorted(jobs, key=lambda j: j.arrival_s)
+
+
+def _assemble(path: str, job: str, recs: list) -> TraceJob:
+    recs = sorted(recs, key=lambda r: r[2])
+    line0, arrival = recs[0][0], recs[0][1]
+    for line, arr, _, _, _ in recs:
+        if arr != arrival:
+            raise InputError(f"{path}: row {line}, column arrival_s: job {job} arrives at {arrival} on row {line0}")
+    for k, (line, _, it, _, _) in enumerate(recs):
+        if it != k:
+            raise InputError(f"{path}: row {line}, column iteration: job {job} expects iteration {k}, got {it}")
+    if len(recs) < 2:
+        raise InputError(f"{path}: row {line0}: job {job} has no iteration after 0")
+    seconds = np.array([r[4] for r in recs], dtype=float)
+    # The job's slot counts: columns filled on every row after iteration 0, a prefix seconds_1..seconds_M.
+    filled = ~np.isnan(seconds[1:])
+    width = int(np.argmin(np.all(filled, axis=0))) if not np.all(filled) else seconds.shape[1]
+    if width == 0:
+        bad = recs[1 + int(np.argmin(filled[:, 0]))][0]
+        raise InputError(f"{path}: row {bad}, column seconds_1: empty for job {job}")
+    return TraceJob(job, arrival, np.array([r[3] for r in recs], dtype=float), seconds[:, :width])
+
+
+@dataclasses.dataclass
+class SharingResult:
+    """Outcome of simulate_sharing.
+
+    Attributes:
+      job_ids: [J] in trace order.
+      arrivals: [J] arrival seconds.
+      curves: job_id -> ([n] seconds since the trace start, [n] loss), from the arrival on.
+      time_to: fraction (TARGETS) -> [J] seconds from arrival until the job's loss
+        reduction reached that fraction of its total (L0 - L_N); inf if not within the horizon.
+      quality_times: [E] epoch start times, seconds.
+      mean_quality: [E] mean normalised quality (L0 - L) / (L0 - L_N) of the jobs running
+        then (arrived, not finished; SLAQ's measure); nan when none is running.
+      horizon_s: simulated seconds.
+    """
+
+    job_ids: list[str]
+    arrivals: np.ndarray
+    curves: dict[str, tuple[np.ndarray, np.ndarray]]
+    time_to: dict[float, np.ndarray]
+    quality_times: np.ndarray
+    mean_quality: np.ndarray
+    horizon_s: float
+
+    def mean_time_to(self, fraction: float) -> float:
+        """Mean seconds to reach `fraction` of the loss reduction; jobs that did not are counted
+        at the horizon (censored: the time they had)."""
+        t = self.time_to[fraction]
+        return float(np.mean(np.where(np.isfinite(t), t, self.horizon_s - self.arrivals)))
+
+    def average_quality(self) -> float:
+        """Mean over epochs (with running jobs) of mean_quality."""
+        q = self.mean_quality[np.isfinite(self.mean_quality)]
+        return float(q.mean()) if q.size else math.nan
+
+
+def simulate_sharing(
+    jobs: Sequence[TraceJob], allocator, num_slots: int, *, epoch_s: float, horizon_s: float
+) -> SharingResult:
+    """Replays a trace under an allocator that reassigns slots every epoch.
+
+    At each epoch start the running jobs (arrived, not finished), earliest first,
+    are passed as JobStates to `allocator.allocate`; each then runs on its slots
+    for the epoch, iteration k taking seconds[k, min(s, M) - 1] (an iteration
+    interrupted by the epoch's end keeps its fraction done), and reports each
+    finished iteration. Jobs arriving mid-epoch wait for the next epoch.
+
+    Args:
+      jobs: the trace.
+      allocator: SlaqAllocator, FairAllocator, or anything with allocate(jobs, num_slots).
+      num_slots: slots in the pool.
+      epoch_s: seconds between reallocations.
+      horizon_s: seconds simulated.
+
+    Returns:
+      The SharingResult.
+    """
+    n = len(jobs)
+    states: list[JobState | None] = [None] * n
+    next_iter = np.ones(n, dtype=np.int64)
+    done_frac = np.zeros(n)  # fraction of the current iteration already done
+    finished = np.zeros(n, dtype=bool)
+    times = [[j.arrival_s] for j in jobs]
+    losses = [[float(j.losses[0])] for j in jobs]
+    total = np.array([j.losses[0] - j.losses[-1] for j in jobs])
+    quality_t, quality = [], []
+    t = 0.0
+    while t < horizon_s:
+        running = [i for i in range(n) if jobs[i].arrival_s <= t and not finished[i]]
+        for i in running:
+            if states[i] is None:
+                states[i] = JobState(jobs[i].job_id, max_slots=jobs[i].max_slots)
+                states[i].report(0, jobs[i].losses[0])
+        q = [(jobs[i].losses[0] - losses[i][-1]) / total[i] if total[i] > 0 else 1.0 for i in running]
+        quality_t.append(t)
+        quality.append(float(np.mean(q)) if q else math.nan)
+        alloc = allocator.allocate([states[i] for i in running], num_slots) if running else {}
+        if sum(alloc.values()) > num_slots:
+            raise ValueError(f"allocator gave {sum(alloc.values())} slots of {num_slots}")
+        end = min(t + epoch_s, horizon_s)
+        for i in running:
+            s = min(int(alloc.get(jobs[i].job_id, 0)), jobs[i].max_slots)
+            if s > 0:
+                _run(jobs[i], states[i], s, t, end, i, next_iter, done_frac, finished, times[i], losses[i])
+        t = end
+    time_to = {}
+    for frac in TARGETS:
+        out = np.full(n, math.inf)
+        for i, j in enumerate(jobs):
+            if total[i] > 0:
+                hit = np.flatnonzero(j.losses[0] - np.asarray(losses[i]) >= frac * total[i] - 1e-12 * abs(total[i]))
+                if hit.size:
+                    out[i] = times[i][hit[0]] - j.arrival_s
+        time_to[frac] = out
+    curves = {j.job_id: (np.asarray(times[i]), np.asarray(losses[i])) for i, j in enumerate(jobs)}
+    return SharingResult(
+        [j.job_id for j in jobs],
+        np.array([j.arrival_s for j in jobs]),
+        curves,
+        time_to,
+        np.asarray(quality_t),
+        np.asarray(quality),
+        float(horizon_s),
+    )
+
+
+def _run(
+    job: TraceJob,
+    state: JobState,
+    s: int,
+    start: float,
+    end: float,
+    i: int,
+    next_iter,
+    done_frac,
+    finished,
+    times: list,
+    losses: list,
+) -> None:
+    """Runs one job on s slots from start to end (seconds), reporting finished iterations."""
+    now = start
+    while now < end and not finished[i]:
+        k = int(next_iter[i])
+        secs = float(job.seconds[k, s - 1])
+        need = (1.0 - done_frac[i]) * secs
+        if now + need > end:
+            done_frac[i] += (end - now) / secs
+            return
+        now += need
+        done_frac[i] = 0.0
+        state.report(k, float(job.losses[k]), secs, s)
+        times.append(now)
+        losses.append(float(job.losses[k]))
+        next_iter[i] = k + 1
+        if k + 1 > job.iterations:
+            finished[i] = True
+
+
+def synthetic_curve(family: str, params: Sequence[float], iterations: int) -> np.ndarray:
+    """[iterations + 1] noiseless loss of a family at k = 0..iterations.
+
+    Families: "inv_quad" 1/(a k^2 + b k + c) + d; "inv_linear" 1/(a k + b) + c;
+    "exp" mu^(k - b) + c (params in that order).
+    """
+    k = np.arange(iterations + 1, dtype=float)
+    if family == "inv_quad":
+        a, b, c, d = params
+        return 1.0 / (a * k * k + b * k + c) + d
+    if family == "inv_linear":
+        a, b, c = params[:3]
+        return 1.0 / (a * k + b) + c
+    if family == "exp":
+        mu, b, c = params[:3]
+        return mu ** (k - b) + c
+    raise ValueError(f"unknown family {family!r}")
+
+
+def synthetic_workload(
+    num_jobs: int,
+    *,
+    seed: int = 0,
+    mean_interarrival_s: float = 15.0,
+    max_slots: int = 16,
+    iterations: tuple[int, int] = (100, 400),
+    noise: float = 0.0,
+    serial: tuple[float, float] = SERIAL_FRACTION,
+) -> list[TraceJob]:
+    """Random jobs with Poisson arrivals, curves of the SLAQ families and t(s) = a / s + b.
+
+    Parameters are drawn per job (our choices): family uniform over the three;
+    inv_quad a ~ U(1e-5, 1e-3), b ~ U(0.01, 0.2), c = 1; inv_linear a ~ U(0.01, 0.3),
+    b = 1; exp mu ~ U(0.9, 0.99), b = 0; loss scale 10^U(-1, 2) and offset U(0, 1)
+    times the scale; a ~ U(1, 10) s of work per iteration, b ~ U(*serial) a serial.
+
+    Args:
+      num_jobs: jobs to generate.
+      seed: random seed.
+      mean_interarrival_s: mean seconds between arrivals (SLAQ paper: 15 s); the first arrives at 0.
+      max_slots: M, slot counts recorded per job.
+      iterations: (low, high) range of iterations per job.
+      noise: standard deviation of multiplicative Gaussian noise on the loss (e.g. 0.005).
+      serial: (low, high) range of the serial fraction b / a of the iteration time.
+
+    Returns:
+      The jobs, in arrival order.
+    """
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(mean_interarrival_s, size=num_jobs)
+    arrivals = np.concatenate([[0.0], np.cumsum(gaps[1:])])
+    out = []
+    for i in range(num_jobs):
+        n = int(rng.integers(iterations[0], iterations[1] + 1))
+        family = ("inv_quad", "inv_linear", "exp")[int(rng.integers(3))]
+        if family == "inv_quad":
+            z = synthetic_curve(family, (rng.uniform(1e-5, 1e-3), rng.uniform(0.01, 0.2), 1.0, 0.0), n)
+        elif family == "inv_linear":
+            z = synthetic_curve(family, (rng.uniform(0.01, 0.3), 1.0, 0.0), n)
+        else:
+            z = synthetic_curve(family, (rng.uniform(0.9, 0.99), 0.0, 0.0), n)
+        scale = 10 ** rng.uniform(-1, 2)
+        loss = scale * (z + rng.uniform(0, 1))
+        if noise > 0:
+            loss = loss * (1.0 + noise * rng.standard_normal(loss.size))
+        a = rng.uniform(1.0, 10.0)
+        b = rng.uniform(*serial) * a
+        secs = np.tile(a / np.arange(1, max_slots + 1) + b, (n + 1, 1))
+        out.append(TraceJob(f"job{i:03d}", float(arrivals[i]), loss, secs))
+    return out

@@ -1,0 +1,238 @@
+"""placer-compare and its library on a hand-built 4-op graph, with answers worked out by hand."""
+
+import csv
+import json
+
+import pytest
+
+from placer.compare import compare_lib
+from placer.core import cluster as cluster_lib
+from placer.core import io as graph_io
+from placer.core.placement import Placement
+from placer.measure.simulator import Simulator
+from tests.cli import run_module
+
+MB = 10**6
+
+
+def op(name, gpu, persistent=0):
+    return {
+        "name": name,
+        "type": "T",
+        "output_shapes": [],
+        "output_bytes": 0,
+        "persistent_bytes": persistent,
+        "colocation": "",
+        "cost": {"CPU": 10.0 * gpu, "GPU": gpu},
+    }
+
+
+# Named like the NMT builder's scopes so the expert rules apply: input and
+# layer 0 on GPU:0, layer 1 and the softmax on GPU:1. Edges carry no bytes, so
+# transfers are free on the zero-latency links below.
+#   x (1 s on GPU) -> a (4 s), x -> b (4 s), a -> c, b -> c (1 s); a and b own 0.6 MB each.
+GRAPH = {
+    "format": "placer.opgraph",
+    "version": 1,
+    "name": "nmt",
+    "device_types": ["CPU", "GPU"],
+    "ops": [
+        op("input/x", 1.0),
+        op("encoder/layer_0/a", 4.0, 6 * MB // 10),
+        op("encoder/layer_1/b", 4.0, 6 * MB // 10),
+        op("softmax/c", 1.0),
+    ],
+    "edges": [
+        {"src": s, "dst": d, "bytes": 0, "control": False}
+        for s, d in (
+            ("input/x", "encoder/layer_0/a"),
+            ("input/x", "encoder/layer_1/b"),
+            ("encoder/layer_0/a", "softmax/c"),
+            ("encoder/layer_1/b", "softmax/c"),
+        )
+    ],
+}
+
+
+def cluster_spec(gpu_memory, gpus=2):
+    devices = [{"name": "/device:CPU:0", "type": "CPU", "memory_bytes": 10**11, "speed": 1.0}]
+    devices += [
+        {"name": f"/device:GPU:{i}", "type": "GPU", "memory_bytes": gpu_memory, "speed": 1.0} for i in range(gpus)
+    ]
+    return {"name": "tiny", "devices": devices, "links": {"default": {"bandwidth": 1e9, "latency": 0.0}, "pairs": []}}
+
+
+def write_cluster(tmp_path, gpu_memory, gpus=2):
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(cluster_spec(gpu_memory, gpus)))
+    return path
+
+
+def rl_placement(graph, **metadata):
+    # x on GPU:1, a on GPU:0, b and c on GPU:1: x 0-1, a and b 1-5, c 5-6 -> 6 s.
+    return Placement.from_ops(
+        graph, [2, 1, 2, 2], ("/device:CPU:0", "/device:GPU:0", "/device:GPU:1"), method="rl", **metadata
+    )
+
+
+def test_speedups_worked_by_hand(tmp_path):
+    graph = graph_io.from_json(GRAPH)
+    cluster = cluster_lib.load(str(write_cluster(tmp_path, 10**9)))
+    rows = compare_lib.compare(
+        graph, cluster, Simulator(graph, cluster), ["single_cpu", "single_gpu", "expert"], [rl_placement(graph)]
+    )
+    by = {r.method: r for r in rows}
+    assert list(by) == ["single_cpu", "single_gpu", "expert", "rl"]
+    # single CPU: 10 + 40 + 40 + 10 = 100 s; single GPU: 1 + 4 + 4 + 1 = 10 s;
+    # expert: x 0-1 and a 1-5 on GPU:0, b 1-5 and c 5-6 on GPU:1 = 6 s.
+    assert by["single_cpu"].step_time == pytest.approx(100.0)
+    assert by["single_gpu"].step_time == pytest.approx(10.0)
+    assert by["expert"].step_time == pytest.approx(6.0)
+    assert by["rl"].step_time == pytest.approx(6.0)
+    assert by["single_cpu"].speedup_vs_expert == pytest.approx(0.06)
+    assert by["single_cpu"].speedup_vs_single_gpu == pytest.approx(0.1)
+    assert by["expert"].speedup_vs_single_gpu == pytest.approx(10 / 6)
+    assert by["rl"].speedup_vs_expert == pytest.approx(1.0)
+    # Lower bound: critical path x, a, c = 1 + 4 + 1 = 6 s (work / 3 devices is 10/3 s).
+    assert by["expert"].ratio_to_lower_bound == pytest.approx(1.0)
+    assert by["single_gpu"].ratio_to_lower_bound == pytest.approx(10 / 6)
+    # Peak memory: the variables of a (GPU:0) and b (GPU:1).
+    assert by["expert"].peak_memory == pytest.approx((0.0, 0.6 * MB, 0.6 * MB))
+    assert by["single_gpu"].peak_memory == pytest.approx((0.0, 1.2 * MB, 0.0))
+    assert by["rl"].place_seconds is None and by["expert"].place_seconds >= 0
+    assert compare_lib.best(rows).method == "expert"
+
+
+def test_not_strict_reports_inapplicable_baseline():
+    graph = graph_io.from_json({**GRAPH, "name": "other"})  # no expert rules for this name
+    cluster = cluster_lib.make(
+        "c", [cluster_lib.Device("/device:CPU:0", "CPU", 10**11), cluster_lib.Device("/device:GPU:0", "GPU", 10**11)]
+    )
+    rows = compare_lib.compare(graph, cluster, Simulator(graph, cluster), ["expert", "single_gpu"], strict=False)
+    assert rows[0].failure == compare_lib.NOT_APPLICABLE and "no expert placement" in rows[0].message
+    assert rows[1].speedup_vs_expert is None and rows[1].step_time == pytest.approx(10.0)
+
+
+def run(tmp_path, *args):
+    (tmp_path / "g.json").write_text(json.dumps(GRAPH))
+    return run_module(
+        "placer.compare_main", f"--graph={tmp_path / 'g.json'}", *args, cwd=tmp_path, timeout=180, MPLBACKEND="Agg"
+    )
+
+
+def expect_error(out, *words):
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), out.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_cli_all_methods_with_oom_and_pngs(tmp_path):
+    # 1 MB GPUs: single_gpu puts a and b (0.6 MB each) on GPU:0 and runs out of memory.
+    graph = graph_io.from_json(GRAPH)
+    rl_placement(graph).save(str(tmp_path / "best_placement.json"))
+    out = run(
+        tmp_path,
+        f"--cluster={write_cluster(tmp_path, MB)}",
+        f"--placements={tmp_path / 'best_placement.json'}",
+        f"--out={tmp_path / 'out'}",
+    )
+    assert out.returncode == 0, out.stderr
+    from baselines import registry
+
+    with open(tmp_path / "out" / "table.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["method"] for r in rows] == registry.names() + ["rl"]
+    assert list(rows[0])[: len(compare_lib.CSV_COLUMNS)] == list(compare_lib.CSV_COLUMNS)
+    assert list(rows[0])[len(compare_lib.CSV_COLUMNS) :] == [
+        "peak_bytes:/device:CPU:0",
+        "peak_bytes:/device:GPU:0",
+        "peak_bytes:/device:GPU:1",
+    ]
+    by = {r["method"]: r for r in rows}
+    assert by["single_gpu"]["failure"] == "oom" and by["single_gpu"]["step_time_s"] == ""
+    assert all(r["speedup_vs_single_gpu"] == "" for r in rows)  # the reference failed
+    assert float(by["expert"]["step_time_s"]) == pytest.approx(6.0)
+    assert float(by["single_cpu"]["speedup_vs_expert"]) == pytest.approx(0.06)
+    assert "| single_gpu | OOM |" in (tmp_path / "out" / "table.md").read_text()
+    assert "OOM" in out.stdout
+    # The fastest row is drawn by default (several tie at 6 s here; the first of them).
+    first_best = next(r["method"] for r in rows if r["step_time_s"] and float(r["step_time_s"]) == pytest.approx(6.0))
+    assert sorted(p.name for p in (tmp_path / "out").glob("timeline_*")) == [f"timeline_{first_best}.png"]
+    for name in ("step_times.png", f"timeline_{first_best}.png"):
+        data = (tmp_path / "out" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+
+
+def test_cli_timeline_of_given_method(tmp_path):
+    out = run(
+        tmp_path,
+        f"--cluster={write_cluster(tmp_path, 10**9)}",
+        "--methods=single_cpu,scotch",
+        f"--out={tmp_path / 'o'}",
+        "--timeline=single_cpu",
+    )
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "o" / "timeline_single_cpu.png").read_bytes()[:4] == b"\x89PNG"
+    with open(tmp_path / "o" / "table.csv") as f:
+        assert [r["method"] for r in csv.DictReader(f)] == ["single_cpu", "scotch"]
+
+
+def test_cli_unknown_method(tmp_path):
+    out = run(tmp_path, f"--cluster={write_cluster(tmp_path, 10**9)}", "--methods=expert,bogus")
+    expect_error(out, "'bogus'", "single_gpu", "scotch", "m_sct")
+
+
+def test_cli_placement_of_another_graph(tmp_path):
+    other = graph_io.from_json({**GRAPH, "edges": GRAPH["edges"][:3]})  # one edge fewer
+    Placement.from_ops(other, [1, 1, 1, 1], ("/device:CPU:0", "/device:GPU:0", "/device:GPU:1")).save(
+        str(tmp_path / "p.json")
+    )
+    out = run(
+        tmp_path,
+        f"--cluster={write_cluster(tmp_path, 10**9)}",
+        "--methods=single_cpu",
+        f"--placements={tmp_path / 'p.json'}",
+    )
+    expect_error(out, "p.json", "fingerprint")
+
+
+def test_cli_gpu_baseline_without_gpu(tmp_path):
+    out = run(tmp_path, f"--cluster={write_cluster(tmp_path, 10**9, gpus=0)}", "--methods=single_cpu,single_gpu")
+    expect_error(out, "single_gpu", "no GPU")
+
+
+def _row(method, step, failure=None):
+    return compare_lib.Row(method, step, failure, None, None, None, (), None)
+
+
+def test_table1_speedup_as_the_paper_defines_it():
+    from bench import table1
+
+    # Paper, NMT on 2 GPUs: expert 4.99 s is the best baseline, RL 4.04 s: 4.99 / 4.04 - 1 = 23.5%.
+    rows = {
+        "single_cpu": _row("single_cpu", 10.72),
+        "single_gpu": _row("single_gpu", None, "oom"),
+        "scotch": _row("scotch", 14.19),
+        "mincut": _row("mincut", 11.54),
+        "expert": _row("expert", 4.99),
+        "m_etf": _row("m_etf", 3.0),
+        "rl": _row("rl", 4.04),
+    }
+    assert table1.rl_speedup(rows) == pytest.approx(0.235, abs=5e-4)
+    # Counting the extra baselines, m_etf (3.0 s) beats RL: 3.0 / 4.04 - 1.
+    assert table1.rl_speedup(rows, table1.PAPER_COLUMNS + table1.EXTRA_COLUMNS) == pytest.approx(3.0 / 4.04 - 1)
+    assert table1.rl_speedup({**rows, "rl": _row("rl", None, "oom")}) is None
+
+
+def test_table1_readme_section_replaced_in_place(tmp_path):
+    from bench import table1
+
+    path = tmp_path / "README.md"
+    path.write_text("# Title\n\nintro\n")
+    table1.update_readme("first", str(path))
+    table1.update_readme("second", str(path))
+    text = path.read_text()
+    assert text.startswith("# Title\n\nintro\n\n<!-- table1 -->\n## Reproduction (Table 1 shape)")
+    assert "second" in text and "first" not in text and text.count("<!-- table1 -->") == 1

@@ -1,0 +1,45 @@
+"""The costed-graph cache and the placement problem built from a model config."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+
+from graphs import pipeline  # noqa: E402
+from placer.core import cluster as cluster_lib  # noqa: E402
+from placer.core import configs_util  # noqa: E402
+from placer.rl import problem as problem_lib
+
+
+def test_second_load_comes_from_the_cache_and_equals_the_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "CACHE_DIR", str(tmp_path))
+    config = configs_util.load_config("configs/nmt.py:tiny")
+    cluster = cluster_lib.load("k80x2")
+    first = pipeline.load_graph(cluster, config=config)
+    second = pipeline.load_graph(cluster, config=config)
+    assert not first.cached and first.model is not None
+    assert second.cached and second.model is None
+    assert second.graph == first.graph
+    # Another cluster's device properties give other costs: not the same entry.
+    assert not pipeline.load_graph(cluster_lib.load("h100x8"), config=config).cached
+    assert len(list(tmp_path.iterdir())) == 2
+
+
+def test_problem_respects_kernels_ties_and_colours():
+    config = configs_util.load_config("configs/nmt.py:tiny")
+    cluster = cluster_lib.load("k80x2")
+    graph = pipeline.load_graph(cluster, config=config, use_cache=False).graph
+    colors = np.arange(graph.num_ops) % 3  # an arbitrary op-level placement on 3 devices
+    problem, groups = problem_lib.make_problem(graph, cluster, config.placer, op_colors=colors)
+    # Every group is one colour, so that placement is expressible group by group.
+    for g in range(groups.num_groups):
+        assert len(set(colors[groups.op_group == g])) == 1
+    # Tied groups share their leader's allowed devices, and leaders come first.
+    assert np.all(problem.leader <= np.arange(problem.num_groups))
+    np.testing.assert_array_equal(problem.allowed, problem.allowed[problem.leader])
+    # A tie class may go only where every one of its ops has a kernel.
+    ok = problem_lib.op_device_ok(graph, cluster)
+    op_class = problem.leader[groups.op_group]
+    for g in np.unique(problem.leader):
+        runs_everywhere = ok[op_class == g].all(axis=0)
+        np.testing.assert_array_equal(problem.allowed[g], runs_everywhere if runs_everywhere.any() else True)

@@ -1,0 +1,146 @@
+"""The REINFORCE trainer on hand-built graphs whose best placement is known."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from configs.common import placer_config  # noqa: E402
+from placer.core import cluster as cluster_lib  # noqa: E402
+from placer.core.errors import InputError  # noqa: E402
+from placer.core.op_graph import OpGraph  # noqa: E402
+from placer.core.placement import Placement  # noqa: E402
+from placer.measure.simulator import Simulator  # noqa: E402
+from placer.rl import problem as problem_lib  # noqa: E402
+from placer.rl import rl_math  # noqa: E402
+from placer.rl.reinforce import Trainer  # noqa: E402
+
+MB = 1 << 20
+
+
+def two_chains(length=3):
+    """Two independent chains of 1-second ops whose edges cost 1 s to cross devices.
+
+    Best placement: one chain per GPU, step time `length` seconds; both on one
+    GPU takes 2 * length; any chain cut across devices pays a 1 s transfer.
+    """
+    names = [f"{c}{i}" for c in "ab" for i in range(length)]
+    edges = [(f"{c}{i}", f"{c}{i + 1}", 100 * MB) for c in "ab" for i in range(length - 1)]
+    cost = np.ones((len(names), 1))
+    graph = OpGraph.create(
+        "two_chains",
+        names,
+        ["MatMul"] * len(names),
+        edges,
+        output_bytes=[100 * MB] * len(names),
+        device_types=["GPU"],
+        compute_cost=cost,
+    )
+    gpu = [cluster_lib.Device(f"/device:GPU:{i}", "GPU", 16 << 30) for i in range(2)]
+    cluster = cluster_lib.make("two_gpus", gpu, bandwidth=100 * MB, latency=0.0)
+    return graph, cluster
+
+
+def config(steps_between_checkpoints=1000):
+    c = placer_config()
+    c.grouping.merge_single_consumer = False  # one group per op: the policy must learn the chains
+    c.policy.hidden_size = 32
+    c.train.learning_rate = 0.02
+    c.train.entropy_weight = 0.01  # fewer collapses onto one device (see the chains test)
+    c.train.samples_per_step = 16  # 4 or 8 samples were seed-dependent
+    c.train.checkpoint_every = steps_between_checkpoints
+    return c
+
+
+def test_rewards_baseline_and_masks_by_hand():
+    r = rl_math.rewards(np.array([4.0, np.inf, 9.0]), np.array([False, True, False]), 100.0)
+    np.testing.assert_allclose(r, [-2.0, -10.0, -3.0])
+    assert rl_math.update_baseline(None, np.array([-2.0, -4.0]), 0.9) == -3.0
+    assert rl_math.update_baseline(-3.0, np.array([-1.0]), 0.9) == pytest.approx(-2.8)
+    np.testing.assert_array_equal(rl_math.update_mask([True, False], 5, 10), [True, True])
+    np.testing.assert_array_equal(rl_math.update_mask([True, False], 10, 10), [False, True])
+    ok = np.array([[True, False], [True, True], [False, False]])
+    np.testing.assert_array_equal(rl_math.group_device_mask(np.array([0, 0, 1]), 2, ok), [[True, False], [True, True]])
+
+
+def test_training_finds_one_chain_per_device(tmp_path):
+    graph, cluster = two_chains()
+    c = config()
+    problem, groups = problem_lib.make_problem(graph, cluster, c)
+    assert groups.num_groups == 6
+    # REINFORCE from scratch can collapse onto one device (step time 6.0) for good: 2 runs in 48
+    # here with these settings, and which runs do varies, as TF's float results vary from run
+    # to run. Like a user, the test restarts with another seed: at most three searches.
+    for seed in range(3):
+        trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path / f"seed{seed}"), seed=seed)
+        means = []
+        while len(means) < 300 and not (len(means) > 10 and max(means[-10:]) == 3.0):
+            means.append(trainer.train_step()["mean_step_time"])
+        if max(means[-10:]) == 3.0:
+            break
+    assert max(means[-10:]) == pytest.approx(3.0), "every sample of the last 10 steps is optimal"
+    assert float(trainer.best_time.numpy()) == pytest.approx(3.0)
+    best = trainer.best_placement().devices
+    assert len(set(best[:3])) == 1 and len(set(best[3:])) == 1 and best[0] != best[3]
+    # The policy itself, not just the record, has learned it: greedy decoding is optimal.
+    greedy = trainer.greedy_placement()
+    assert Simulator(graph, cluster).measure([greedy])[0].step_time == pytest.approx(3.0)
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_resume_continues_from_saved_step_and_best_placement(tmp_path):
+    graph, cluster = two_chains()
+    c = config(steps_between_checkpoints=10)
+    problem, _ = problem_lib.make_problem(graph, cluster, c)
+    trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path), seed=1)
+
+    def stop_at_15(stats):
+        if stats["step"] == 15:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        trainer.train(100, progress=False, on_step=stop_at_15)
+    saved = Placement.load(str(tmp_path / "best_placement.json"))
+    assert saved.metadata["step"] == 10
+
+    again = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path), seed=1)
+    assert again.restore() == 10
+    assert float(again.best_time.numpy()) == saved.metadata["step_time"]
+    np.testing.assert_array_equal(again.best_placement().devices, saved.devices)
+    again.train(20, progress=False)
+    assert int(again.step.numpy()) == 20
+    assert len(json.load(open(tmp_path / "history.json"))) == 20
+
+
+def test_resume_refuses_another_graph(tmp_path):
+    graph, cluster = two_chains()
+    c = config(steps_between_checkpoints=5)
+    problem, _ = problem_lib.make_problem(graph, cluster, c)
+    Trainer(problem, Simulator(graph, cluster), c, str(tmp_path)).train(5, progress=False)
+    other, _ = two_chains(length=4)
+    problem2, _ = problem_lib.make_problem(other, cluster, c)
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(InputError, match="fingerprint"):
+        Trainer(problem2, Simulator(other, cluster), c, str(tmp_path)).restore()
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_every_sample_failing_ends_cleanly(tmp_path):
+    graph, _ = two_chains()
+    tiny = [cluster_lib.Device(f"/device:GPU:{i}", "GPU", 1 * MB) for i in range(2)]
+    cluster = cluster_lib.make("tiny_gpus", tiny, bandwidth=100 * MB)
+    c = config()
+    problem, _ = problem_lib.make_problem(graph, cluster, c)
+    trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path))
+    stats = trainer.train(5, progress=False)
+    assert stats["failed_fraction"] == 1.0
+    assert stats["failures"] == ["oom"]
+    assert trainer.best_placement() is None
+    trainer.save()
+    assert not os.path.exists(tmp_path / "best_placement.json")

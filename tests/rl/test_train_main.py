@@ -1,0 +1,128 @@
+"""placer-train end to end on a hand-built graph file, and its bad-input errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from placer.core import io as graph_io
+from placer.core.op_graph import OpGraph
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("train")
+    names = [f"{c}{i}" for c in "ab" for i in range(3)]
+    edges = [(f"{c}{i}", f"{c}{i + 1}", 100 * MB) for c in "ab" for i in range(2)]
+    graph = OpGraph.create(
+        "two_chains",
+        names,
+        ["MatMul"] * 6,
+        edges,
+        output_bytes=[100 * MB] * 6,
+        device_types=["GPU"],
+        compute_cost=np.ones((6, 1)),
+    )
+    graph_io.save(graph, str(d / "g.graph.json"))
+    other = OpGraph.create(
+        "other", names[:4], ["MatMul"] * 4, edges[:2], device_types=["GPU"], compute_cost=np.ones((4, 1))
+    )
+    graph_io.save(other, str(d / "other.graph.json"))
+    for name, mem in (("gpus", 16 << 30), ("tiny", 1 * MB)):
+        spec = {
+            "name": name,
+            "devices": [{"name": f"/device:GPU:{i}", "type": "GPU", "memory_bytes": mem} for i in range(2)],
+            "links": {"default": {"bandwidth": 100 * MB, "latency": 0.0}},
+        }
+        (d / f"{name}.json").write_text(json.dumps(spec))
+    return d
+
+
+def train(files, *args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    base = [
+        sys.executable,
+        "-m",
+        "placer.train_main",
+        "--noprogress",
+        "--config=configs/nmt.py:tiny",
+        "--config.placer.policy.hidden_size=16",
+    ]
+    return subprocess.run(base + list(args), capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+
+
+def test_train_writes_results_then_resume_continues(files, tmp_path):
+    work = tmp_path / "w"
+    r = train(
+        files,
+        f"--graph={files / 'g.graph.json'}",
+        f"--cluster={files / 'gpus.json'}",
+        f"--workdir={work}",
+        "--steps=6",
+        "--seed=1",
+    )
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((work / "summary.json").read_text())
+    assert summary["steps"] == 6
+    # Lower bound: two 3-second chains on two devices; step time at least that.
+    assert summary["lower_bound"] == pytest.approx(3.0)
+    assert summary["best_step_time"] >= 3.0
+    best = json.loads((work / "best_placement.json").read_text())
+    assert best["metadata"]["method"] == "rl" and len(best["ops"]) == 6
+    assert os.listdir(work / "tensorboard")
+    assert "best step time" in r.stdout
+
+    r = train(
+        files,
+        f"--graph={files / 'g.graph.json'}",
+        f"--cluster={files / 'gpus.json'}",
+        f"--workdir={work}",
+        "--steps=9",
+        "--seed=1",
+        "--resume",
+    )
+    assert r.returncode == 0, r.stderr
+    assert "resumed at step 6" in r.stdout
+    assert json.loads((work / "summary.json").read_text())["steps"] == 9
+
+
+def test_bad_input_exits_2_and_leaves_the_workdir(files, tmp_path):
+    work = tmp_path / "w"
+    ok = [f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}", f"--workdir={work}"]
+    r = train(files, *ok, "--steps=0")
+    assert r.returncode == 2 and "--steps must be positive" in r.stderr and "Traceback" not in r.stderr
+    r = train(files, *ok[:1], "--cluster=no_such_cluster", ok[2], "--steps=3")
+    assert r.returncode == 2 and "no_such_cluster" in r.stderr
+    r = train(files, *ok, "--steps=3", "--config.measure=psychic")
+    assert r.returncode == 2 and "psychic" in r.stderr
+    assert not work.exists() or not os.listdir(work)
+
+    assert train(files, *ok, "--steps=3").returncode == 0
+    before = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
+    r = train(files, f"--graph={files / 'other.graph.json'}", *ok[1:], "--steps=5", "--resume")
+    assert r.returncode == 2 and "another" in r.stderr, r.stderr
+    r = train(files, *ok, "--steps=5")  # without --resume: refuses to start over
+    assert r.returncode == 2 and "--resume" in r.stderr
+    after = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
+    assert before == after
+
+
+def test_every_sample_failing_reports_cleanly(files, tmp_path):
+    r = train(
+        files,
+        f"--graph={files / 'g.graph.json'}",
+        f"--cluster={files / 'tiny.json'}",
+        f"--workdir={tmp_path / 'w'}",
+        "--steps=3",
+    )
+    assert r.returncode == 0, r.stderr
+    assert "every sample failed (oom)" in r.stdout
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert summary["best_step_time"] is None
+    assert not (tmp_path / "w" / "best_placement.json").exists()
