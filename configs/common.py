@@ -22,6 +22,10 @@ def placer_config() -> ml_collections.ConfigDict:
     # Our choice: coarsen to at most this many groups; the paper's policy reads a few
     # hundred groups (NMT's search space is 5^280: 280 groups). 0 = no coarsening.
     c.grouping.target_groups = 256
+    # Our choice: merging stops before fewer than this many groups remain, so
+    # that a graph that is mostly one chain is not swallowed into a handful of
+    # groups; -1 = min(target_groups, max(8 x devices, 32)), 0 = no floor.
+    c.grouping.min_groups = -1
 
     c.policy = ml_collections.ConfigDict()
     # TF's hierarchical placer uses 512; on a 2-core CPU a policy step on the

@@ -31,6 +31,9 @@ _OUT = flags.DEFINE_string("out", None, "Write the extracted graph here as graph
 _TARGET = flags.DEFINE_integer(
     "target_groups", None, "Coarsen to at most this many groups (0 = none; default: the config's, else 256)."
 )
+_DEVICES = flags.DEFINE_integer(
+    "devices", 5, "Devices the groups will be placed on (k80x4: 5); sets the grouping's floor, max(8 x devices, 32)."
+)
 _TOP = flags.DEFINE_integer("top_types", 10, "How many of the most common op types to print.")
 
 
@@ -72,6 +75,9 @@ def main(argv: list[str]) -> None:
     options.setdefault("target_groups", 256)
     if _TARGET.value is not None:
         options["target_groups"] = _TARGET.value
+    if _DEVICES.value <= 0:
+        raise InputError(f"--devices must be positive, got {_DEVICES.value}")
+    options["min_groups"] = grouping.group_floor(options["target_groups"], _DEVICES.value)
     groups = grouping.group(graph, **options)
     group_s = time.perf_counter() - start
     if _OUT.value:
@@ -85,7 +91,7 @@ def main(argv: list[str]) -> None:
     print(f"edges: {graph.num_edges} ({graph.num_edges - n_control} data, {n_control} control)")
     print(
         f"groups: {groups.num_groups} (largest {int(sizes.max()) if len(sizes) else 0} ops, "
-        f"{groups.num_leaders} tie classes)"
+        f"{groups.num_leaders} tie classes, floor {options['min_groups']})"
     )
     print(f"op types: {len(types)}")
     print("top op types: " + ", ".join(f"{t} {c}" for t, c in types.most_common(_TOP.value)))

@@ -277,6 +277,7 @@ def group(
     colocate_gradients: bool = True,
     cycle_closure_ops: int = CYCLE_CLOSURE_OPS,
     op_colors: np.ndarray | None = None,
+    min_groups: int = 0,
 ) -> Grouping:
     """Groups the ops of `graph` with the paper's co-location heuristics (see the module doc).
 
@@ -296,10 +297,16 @@ def group(
         it; -1 = none): ops of different colours never share a group, so that
         placement stays expressible group by group. Colocated ops must share
         a colour.
+      min_groups: the floor: the merges of steps 3 and 4 stop before fewer
+        than this many groups remain (see `group_floor`), and while it is set
+        step 3 builds groups of at most n_ops // min_groups ops, so that a
+        chain is cut into even pieces instead of one group and leftovers;
+        0 = no floor. Steps 1 and 2 (colocation, gradients) ignore it.
 
     Returns:
       The grouping: acyclic, every colocation set within one tie class;
-      deterministic for a given graph.
+      deterministic for a given graph; at least min(min_groups, groups after
+      step 2) groups.
     """
     m = Merger(
         graph.num_ops,
@@ -323,15 +330,47 @@ def group(
     if colocate_gradients:
         _merge_gradients(graph, m, cycle_closure_ops)
     if merge_single_consumer:
+        m.floor = int(min_groups)
+        cap = m.cap
+        if min_groups > 0:
+            piece = max(1, graph.num_ops // int(min_groups))
+            m.cap = min(cap, piece) if cap else piece
         consumers = _single_consumers(graph)
         for u in range(graph.num_ops):
             if consumers[u] >= 0:
                 m.try_merge(u, int(consumers[u]))
         m.merge_single_successor_groups()
+        m.cap = cap
     grouping = Grouping.from_labels(graph, m.labels(), m.tie_labels())
-    if target_groups and grouping.num_groups > target_groups:
-        grouping = coarsen(graph, grouping, target_groups, max_group_ops=max_group_ops, op_colors=op_colors)
+    if target_groups and grouping.num_groups > max(target_groups, min_groups):
+        grouping = coarsen(
+            graph,
+            grouping,
+            max(target_groups, min_groups),
+            max_group_ops=max_group_ops,
+            op_colors=op_colors,
+        )
     return grouping
+
+
+def group_floor(target_groups: int, num_devices: int) -> int:
+    """The fewest groups the merges may leave: min(target_groups, max(8 x devices, 32)).
+
+    Below this a policy has too little to choose from: a graph that is mostly
+    one chain, or that ends in one op everything feeds, would otherwise merge
+    into a handful of groups, and from scratch the only placement left to
+    learn is one device. Eight groups per device let every device hold
+    several groups; 32 keeps small clusters searchable (our choice).
+
+    Args:
+      target_groups: the coarsening target (0 = no coarsening).
+      num_devices: devices in the cluster.
+
+    Returns:
+      The floor in groups (never above a non-zero target).
+    """
+    floor = max(8 * int(num_devices), 32)
+    return min(int(target_groups), floor) if target_groups else floor
 
 
 def coarsen(

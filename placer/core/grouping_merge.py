@@ -80,6 +80,8 @@ class Merger:
         self.size = [1] * n if weights is None else [int(w) for w in weights]
         self.tweight = list(self.size)  # weight per tie class, at the class root
         self.num_groups = n
+        # Merges stop before fewer than `floor` groups remain (0 = no floor).
+        self.floor = 0
         self.succ: dict[int, dict[int, int]] = {i: {} for i in range(n)}
         self.pred: dict[int, dict[int, int]] = {i: {} for i in range(n)}
         for a, c, w in zip(src.tolist(), dst.tolist(), b.tolist(), strict=True):
@@ -280,6 +282,8 @@ class Merger:
 
     def _merge_roots(self, ca: int, cb: int) -> int | None:
         """Merges two group roots if no path joins them through a third group; returns the new root or None."""
+        if self.num_groups <= self.floor:
+            return None
         pos, succ, pred = self.pos, self.succ, self.pred
         if pos[ca] > pos[cb]:
             ca, cb = cb, ca

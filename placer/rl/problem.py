@@ -87,12 +87,15 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
       (Problem, placer.core.grouping.Grouping)
     """
     gc = placer_config.grouping
+    target = gc.get("target_groups", 0)
+    min_groups = gc.get("min_groups", -1)
     groups = grouping.group(
         graph,
         merge_single_consumer=gc.merge_single_consumer,
         max_group_ops=gc.max_group_ops,
-        target_groups=gc.get("target_groups", 0),
+        target_groups=target,
         op_colors=op_colors,
+        min_groups=grouping.group_floor(target, cluster.num_devices) if min_groups < 0 else min_groups,
     )
     feats = features.features(graph, groups)
     leader = np.asarray(groups.tie, np.int32)
