@@ -1,6 +1,7 @@
 """The registry of baseline placers: name -> `place(graph, cluster, *, seed=None, **options)`.
 
 Every entry returns a `Placement` whose metadata["method"] is its name. The
+entries in MEASURED search by measuring placements, and take a `measurer`. The
 expert placement lives in a module that may be absent; it is imported on
 first use so the other baselines work without it.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from baselines import list_scheduling, metis, mincut, scotch, sct, single
+from baselines import list_scheduling, metis, mincut, scotch, sct, search, single
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
@@ -43,7 +44,13 @@ METHODS: dict[str, Callable[..., Placement]] = {
     "m_topo": list_scheduling.place_m_topo,
     "m_etf": list_scheduling.place_m_etf,
     "m_sct": sct.place,
+    "random_search": search.place_random_search,
+    "local_search": search.place_local_search,
 }
+
+# The searches that measure candidates: callers pass them `measurer=` (and
+# `budget=`, the number of placements they may measure).
+MEASURED = frozenset({"random_search", "local_search"})
 
 
 def names() -> list[str]:

@@ -173,7 +173,8 @@ def compare(
     for m in methods:
         t0 = time.perf_counter()
         try:
-            p = registry.place(m, graph, cluster, seed=seed)
+            extra = {"measurer": measurer} if m in registry.MEASURED else {}
+            p = registry.place(m, graph, cluster, seed=seed, **extra)
         except InputError as e:
             if strict:
                 raise

@@ -6,9 +6,11 @@ import pytest
 
 from baselines import registry
 from placer.core.errors import InputError
+from placer.measure.simulator import Simulator
 from tests.baselines.helpers import check_legal, make_cluster, make_graph
 
 NAMES = {"single_cpu", "single_gpu", "tf_default", "scotch", "mincut", "metis", "expert", "m_topo", "m_etf", "m_sct"}
+NAMES |= {"random_search", "local_search"}
 
 
 def test_registry_lists_every_baseline():
@@ -32,7 +34,8 @@ def test_every_baseline_is_legal_and_tagged(name):
     g = make_graph(ops, edges, gpu=[1, 1, nan, 1, 1, 1], colocation=["", "k", "", "", "k", ""], output_bytes=[10] * 6)
     cost = g.compute_cost.copy()
     cl = make_cluster(2)
-    p = registry.get(name)(g, cl, seed=0)
+    extra = {"measurer": Simulator(g, cl), "budget": 8} if name in registry.MEASURED else {}
+    p = registry.get(name)(g, cl, seed=0, **extra)
     check_legal(p, g, cl)
     assert p.metadata["method"] == name
     assert p.fingerprint == g.fingerprint()
@@ -45,7 +48,7 @@ def test_importing_baselines_loads_no_tensorflow():
         "from tests.baselines.helpers import make_cluster, make_graph\n"
         "g = make_graph('abc', [('a', 'b', 5), ('b', 'c', 5)])\n"
         "for n in baselines.registry.names():\n"
-        "    if n != 'expert':\n"
+        "    if n != 'expert' and n not in baselines.registry.MEASURED:\n"
         "        baselines.registry.get(n)(g, make_cluster(2))\n"
         "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'\n"
     )
