@@ -36,8 +36,21 @@ def placer_config() -> ml_collections.ConfigDict:
     c.policy.device_embedding_size = 32  # our choice
     c.policy.temperature = 10.0  # TF hierarchical placer default.
     c.policy.tanh_constant = 5.0  # TF hierarchical placer default.
-    c.policy.logits_noise_std = 0.0  # Gaussian logits noise, first steps only.
-    c.policy.logits_noise_steps = 0  # steps with logits noise.
+    # Gaussian noise on the logits for the first steps, so that early samples
+    # explore beyond what the untrained policy prefers: TF's hierarchical
+    # placer (tensorflow/python/grappler/hierarchical_controller.py) uses std
+    # 0.5 until step 750. 0 = none (the paper's method).
+    c.policy.logits_noise_std = 0.5
+    c.policy.logits_noise_steps = 750
+    # Softmax temperature schedule: "constant" (the paper's method and TF's
+    # placer), "linear" or "exponential" from `temperature` to
+    # `temperature_end` over `temperature_decay_steps` steps (annealing from a
+    # flat to a sharp sampling distribution; our choice, off by default).
+    c.policy.temperature_schedule = "constant"
+    c.policy.temperature_end = 10.0
+    c.policy.temperature_decay_steps = 0
+    # The encoder reading the groups (placer/rl/encoders.py registry); the paper's is a bidirectional LSTM.
+    c.policy.encoder = "bilstm"
 
     c.train = ml_collections.ConfigDict()
     # TF's hierarchical placer samples 4; the simulator measures a placement in
@@ -50,19 +63,92 @@ def placer_config() -> ml_collections.ConfigDict:
     c.train.lr_decay_rate = 0.96
     c.train.clip_norm = 1.0  # gradient-norm clipping (TF hierarchical placer).
     c.train.baseline_decay = 0.9  # EMA baseline (TF hierarchical placer).
-    c.train.entropy_weight = 0.0  # optional entropy bonus (our choice: off).
+    # Update rule: "reinforce" (the paper: one policy-gradient step per batch)
+    # or "ppo" (Schulman et al. 2017, "Proximal Policy Optimization
+    # Algorithms"; used for placement by Gao et al. 2018, "Post"):
+    # `epochs_per_batch` steps on each batch with the probability ratio
+    # clipped to 1 +- `ppo_clip`.
+    c.train.algorithm = "ppo"
+    c.train.ppo_clip = 0.2  # Schulman et al. 2017.
+    c.train.epochs_per_batch = 4  # Post (Gao et al. 2018) uses several; our choice of 4.
+    # Per-batch advantage normalisation (zero mean, unit std; PPO's reference
+    # code): the step size then does not depend on the reward scale. False =
+    # the paper's raw reward minus baseline.
+    c.train.normalise_advantages = True
+    # Entropy bonus (Williams and Peng 1991; Mnih et al. 2016, "A3C") against
+    # early collapse onto one device, decayed by `entropy_schedule` to
+    # `entropy_end` over `entropy_decay_steps` steps; 0 = none (the paper).
+    c.train.entropy_weight = 0.01
+    c.train.entropy_schedule = "linear"
+    c.train.entropy_end = 0.0
+    c.train.entropy_decay_steps = 1000
+    # Cross-entropy-method elite update (Gao et al. 2018, "Post"): the policy
+    # also maximises the mean log-likelihood per group of the best
+    # `elite_fraction` of each batch, weighted by `elite_weight`; 0 = none.
+    c.train.elite_fraction = 0.125
+    c.train.elite_weight = 0.1
     c.train.failing_step_time = 100.0  # seconds for a failed sample (TF hierarchical placer).
     c.train.drop_failures_after = 0  # steps after which failed samples leave the update; 0 = never.
     c.train.checkpoint_every = 50  # steps between checkpoints (our choice).
     # Supervised warm start (our addition to the paper's method): imitate the
-    # fastest of these baselines before REINFORCE; "" = start from scratch.
-    c.train.warm_start = "m_sct,m_etf,expert,metis,m_topo"
-    c.train.warm_start_steps = 150  # maximum-likelihood steps on that placement (our choice).
+    # fastest of these baselines before REINFORCE, and record it as the best at
+    # step 0; "all" = every registered baseline that does not search by
+    # measuring, single_gpu included; "" = start from scratch.
+    c.train.warm_start = "all"
+    # Maximum-likelihood steps on that placement: until the policy's greedy
+    # placement equals it, at most this many (our choice).
+    c.train.warm_start_steps = 500
     c.train.warm_start_learning_rate = 0.005  # Adam, for those steps (our choice: 0.02 and up diverged on NMT).
     # Measure placements op by op (our choice): simulating each group's ops back
     # to back is faster but overestimated NMT step times by up to 40%.
     c.train.measure_op_level = True
     return c
+
+
+def paper_method(placer: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """Switches `config.placer` to the paper's update rule, from scratch (Mirhoseini et al. 2017).
+
+    REINFORCE with a moving-average baseline on the raw reward, one update per
+    batch, no entropy bonus, no logits noise, no elite update, a constant
+    temperature and no warm start. Returns `placer`, changed in place.
+    """
+    placer.train.algorithm = "reinforce"
+    placer.train.normalise_advantages = False
+    placer.train.entropy_weight = 0.0
+    placer.train.elite_fraction = 0.0
+    placer.train.warm_start = ""
+    placer.policy.logits_noise_std = 0.0
+    placer.policy.temperature_schedule = "constant"
+    return placer
+
+
+ALGORITHMS = ("reinforce", "ppo")
+
+
+def check_placer_config(placer: ml_collections.ConfigDict) -> None:
+    """Checks the option values of `config.placer` that name a choice.
+
+    Raises:
+      InputError: one line naming the field, the value and the valid ones.
+    """
+    choices = {
+        "train.algorithm": ALGORITHMS,
+        "train.entropy_schedule": SCHEDULES,
+        "policy.temperature_schedule": SCHEDULES,
+    }
+    for field, valid in choices.items():
+        section, key = field.split(".")
+        value = placer[section].get(key)
+        if value not in valid:
+            raise InputError(f"--config.placer.{field}: unknown value {value!r} (valid: {', '.join(valid)})")
+    if placer.train.get("epochs_per_batch", 1) < 1:
+        raise InputError(
+            f"--config.placer.train.epochs_per_batch must be at least 1, got {placer.train.epochs_per_batch}"
+        )
+
+
+# The annealing schedules (placer.rl.rl_math.scheduled).
+SCHEDULES = ("constant", "linear", "exponential")
 
 
 def attach(

@@ -16,6 +16,11 @@ import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 
+from placer.rl import encoders
+
+# The policy's name in run.json and summary.json.
+NAME = "seq2seq_attention"
+
 
 class PlacementPolicy(keras.Model):
     """Seq2seq attentional LSTM that maps G groups to G devices.
@@ -31,8 +36,10 @@ class PlacementPolicy(keras.Model):
       hidden_size: H, LSTM units (the encoder's two directions share H).
       type_embedding_size: width of the op-type embedding.
       device_embedding_size: width of the device embedding fed to the decoder.
-      temperature: logits are divided by it before the tanh bound.
+      temperature: logits are divided by it before the tanh bound (a
+        variable: `set_temperature` anneals it).
       tanh_constant: logits bounded to (-c, c) by c * tanh(x); 0 disables it.
+      encoder: name of the group encoder in placer.rl.encoders.
     """
 
     def __init__(
@@ -46,20 +53,18 @@ class PlacementPolicy(keras.Model):
         temperature: float = 10.0,
         tanh_constant: float = 5.0,
         seed: int | None = None,
+        encoder: str = "bilstm",
     ):
         super().__init__()
         init = keras.initializers.GlorotUniform(seed=seed)
         self.num_devices = int(num_devices)
         self.hidden_size = int(hidden_size)
-        self.temperature = float(temperature)
+        self.temperature = tf.Variable(float(temperature), trainable=False, dtype=tf.float32, name="temperature")
         self.tanh_constant = float(tanh_constant)
         self.type_embedding = keras.layers.Embedding(vocab_size, type_embedding_size, embeddings_initializer=init)
         self.input_proj = keras.layers.Dense(hidden_size, activation="tanh", kernel_initializer=init)
-        half = max(1, hidden_size // 2)
-        self.encoder = keras.layers.Bidirectional(
-            keras.layers.LSTM(half, return_sequences=True, kernel_initializer=init),
-            backward_layer=keras.layers.LSTM(half, return_sequences=True, go_backwards=True, kernel_initializer=init),
-        )
+        self.encoder_name = encoder
+        self.encoder = encoders.build(encoder, hidden_size, seed=seed)
         self.encoder_proj = keras.layers.Dense(hidden_size, kernel_initializer=init)
         # Index D is the start token fed before the first group.
         self.device_embedding = keras.layers.Embedding(
@@ -104,6 +109,10 @@ class PlacementPolicy(keras.Model):
         return tf.concat([self.device_embedding(prev), enc_k], axis=-1)
 
     # ----- public API -------------------------------------------------------
+
+    def set_temperature(self, value: float) -> None:
+        """Sets the softmax temperature used by sampling and the updates."""
+        self.temperature.assign(float(value))
 
     def log_probs(self, type_ids, features, actions, mask_bias=None, leader=None) -> tuple[tf.Tensor, tf.Tensor]:
         """Log-probabilities of given placements, differentiable.
@@ -246,6 +255,7 @@ def build_policy(
         temperature=config.temperature,
         tanh_constant=config.tanh_constant,
         seed=seed,
+        encoder=config.get("encoder", "bilstm"),
     )
     policy.log_probs(np.zeros(2, np.int32), np.zeros((2, feature_dim), np.float32), np.zeros((1, 2), np.int32))
     return policy

@@ -8,20 +8,22 @@ policy, the optimizer and the baseline survive a restart.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
-import sys
 import time
 
 import numpy as np
 import tensorflow as tf
 import tf_keras as keras
+import tqdm
 
 from placer.core import atomic
 from placer.core.errors import InputError
 from placer.core.placement import Placement
+from placer.rl import policy as policy_lib
 from placer.rl import rl_math
-from placer.rl.policy import build_policy
 from placer.rl.problem import Problem
 
 MASKED = -1e9  # logit bias of a device a group cannot run on
@@ -49,7 +51,9 @@ class Trainer:
         self.metadata = dict(metadata or {})
         d = len(problem.device_names)
         self.mask_bias = np.where(problem.allowed, 0.0, MASKED).astype(np.float32)
-        self.policy = build_policy(problem.vocab_size, problem.features.shape[1], d, config.policy, seed=seed)
+        self.policy = policy_lib.build_policy(
+            problem.vocab_size, problem.features.shape[1], d, config.policy, seed=seed
+        )
         lr = self.tc.learning_rate
         if self.tc.lr_decay_steps > 0:
             lr = keras.optimizers.schedules.ExponentialDecay(lr, self.tc.lr_decay_steps, self.tc.lr_decay_rate)
@@ -71,6 +75,8 @@ class Trainer:
         self.manager = tf.train.CheckpointManager(self.checkpoint, os.path.join(workdir, "checkpoints"), max_to_keep=2)
         self.writer = None
         self.history: list[dict] = []
+        self.samples = 0  # placements measured in this process (curve.csv counts across restarts from history)
+        self.t0 = time.time()
         self._type_ids = tf.constant(problem.type_ids, tf.int32)
         self._features = tf.constant(problem.features, tf.float32)
         self._mask = tf.constant(self.mask_bias)
@@ -78,12 +84,16 @@ class Trainer:
 
     # ----- state ----------------------------------------------------------
 
-    def _run_info(self) -> dict:
+    def run_info(self) -> dict:
+        """What run.json records: the graph, groups, devices, policy, encoder and update rule."""
         return {
             "fingerprint": self.problem.graph.fingerprint(),
             "graph": self.problem.graph.name,
             "num_groups": self.problem.num_groups,
             "devices": list(self.problem.device_names),
+            "policy": policy_lib.NAME,
+            "encoder": self.policy.encoder_name,
+            "algorithm": self.tc.get("algorithm", "reinforce"),
         }
 
     def restore(self) -> int:
@@ -102,7 +112,7 @@ class Trainer:
                 info = json.load(f)
         except (OSError, ValueError) as e:
             raise InputError(f"{info_path}: corrupt run file ({e})") from None
-        mine = self._run_info()
+        mine = self.run_info()
         for key in ("fingerprint", "num_groups", "devices"):
             if info.get(key) != mine[key]:
                 raise InputError(
@@ -118,8 +128,9 @@ class Trainer:
     def save(self) -> None:
         """Writes the checkpoint, the run file, the history and the best placement (each atomically)."""
         os.makedirs(self.workdir, exist_ok=True)
-        atomic.write_text(os.path.join(self.workdir, "run.json"), json.dumps(self._run_info(), indent=1))
+        atomic.write_text(os.path.join(self.workdir, "run.json"), json.dumps(self.run_info(), indent=1))
         atomic.write_text(os.path.join(self.workdir, "history.json"), json.dumps(self.history))
+        atomic.write_text(os.path.join(self.workdir, "curve.csv"), curve_csv(self.history))
         self.manager.save(checkpoint_number=int(self.step.numpy()))
         best = self.best_placement()
         if best is not None:
@@ -150,42 +161,110 @@ class Trainer:
         optimizer.apply_gradients(zip(grads, self.policy.trainable_variables, strict=True))
         return loss
 
-    def warm_start(self, group_devices: np.ndarray, steps: int, learning_rate: float = 0.005) -> float:
+    def warm_start(
+        self, group_devices: np.ndarray, steps: int, learning_rate: float = 0.005, step_time: float | None = None
+    ) -> tuple[float, int, bool]:
         """Supervised pre-training: teaches the policy a given placement.
 
-        REINFORCE then searches around it rather than from a uniform policy;
-        the imitated placement is not recorded as a result by itself, only
-        what the policy samples afterwards is.
+        REINFORCE then searches around it rather than from a uniform policy.
+        The imitated placement, measured at `step_time`, is recorded as the
+        best at step 0, so the search never reports worse than it was given.
 
         Args:
           group_devices: [G] device per group to imitate.
-          steps: gradient steps of maximum likelihood.
+          steps: the most gradient steps of maximum likelihood; training stops
+            as soon as the policy's greedy placement equals the target
+            (checked every 10 steps).
           learning_rate: Adam learning rate of these steps (their own optimizer).
+          step_time: the imitated placement's measured step time (s), or None.
 
         Returns:
-          The final negative log-likelihood of the placement (nats).
+          (final negative log-likelihood in nats, steps taken, whether the
+          greedy placement equals the target).
         """
-        actions = tf.constant(np.asarray(group_devices, np.int32)[None])
+        target = np.asarray(group_devices, np.int32)
+        if step_time is not None and np.isfinite(step_time) and step_time < float(self.best_time.numpy()):
+            self.best_time.assign(step_time)
+            self.best_devices.assign(target)
+        actions = tf.constant(target[None])
         optimizer = keras.optimizers.Adam(learning_rate, global_clipnorm=self.tc.clip_norm)
-        loss = float("nan")
-        for _ in range(steps):
-            loss = float(self._imitate(actions, optimizer).numpy())
-        return loss
+        loss, taken, equal = float("nan"), 0, False
+        while taken < steps and not equal:
+            for _ in range(min(10, steps - taken)):
+                loss = float(self._imitate(actions, optimizer).numpy())
+                taken += 1
+            greedy = self.policy.greedy(
+                self.problem.type_ids, self.problem.features, self.mask_bias, self.problem.leader
+            )
+            equal = bool(np.array_equal(greedy, target))
+        return loss, taken, equal
 
     @tf.function(reduce_retracing=True)
-    def _update(self, actions, advantages, weights):
+    def _update(self, actions, advantages, weights, old_logp, first, elite, entropy_weight):
+        """One gradient step: policy gradient (clipped when PPO), entropy bonus and elite likelihood."""
         with tf.GradientTape() as tape:
             logp, entropy = self.policy.log_probs(self._type_ids, self._features, actions, self._mask, self._leader)
-            pg = -tf.reduce_sum(weights * advantages * logp) / tf.maximum(tf.reduce_sum(weights), 1.0)
-            loss = pg - self.tc.entropy_weight * tf.reduce_mean(entropy)
+            n = tf.maximum(tf.reduce_sum(weights), 1.0)
+            if self.tc.get("algorithm", "reinforce") == "ppo":
+                # The first epoch's policy is the one that sampled: ratio 1.
+                old = tf.where(first, tf.stop_gradient(logp), old_logp)
+                ratio = tf.exp(tf.minimum(logp - old, 20.0))
+                c = float(self.tc.ppo_clip)
+                surrogate = tf.minimum(ratio * advantages, tf.clip_by_value(ratio, 1 - c, 1 + c) * advantages)
+                pg = -tf.reduce_sum(weights * surrogate) / n
+            else:
+                pg = -tf.reduce_sum(weights * advantages * logp) / n
+            leaders = float(max(1, len(np.unique(self.problem.leader))))
+            ce = -tf.reduce_sum(elite * logp) / tf.maximum(tf.reduce_sum(elite), 1.0) / leaders
+            loss = pg - entropy_weight * tf.reduce_mean(entropy) + float(self.tc.get("elite_weight", 0.0)) * ce
         grads = tape.gradient(loss, self.policy.trainable_variables)
         self.optimizer.apply_gradients(zip(grads, self.policy.trainable_variables, strict=True))
-        return tf.reduce_mean(entropy)
+        return tf.reduce_mean(entropy), logp
+
+    def _schedules(self, step: int) -> tuple[float, float]:
+        """(logits noise std, entropy weight) at `step`; sets the policy's temperature."""
+        pc, tc = self.pc, self.tc
+        temp = rl_math.scheduled(
+            pc.get("temperature_schedule", "constant"),
+            pc.temperature,
+            pc.get("temperature_end", pc.temperature),
+            pc.get("temperature_decay_steps", 0),
+            step,
+        )
+        self.policy.set_temperature(temp)
+        noise = float(pc.logits_noise_std) if step < int(pc.logits_noise_steps) else 0.0
+        ent = rl_math.scheduled(
+            tc.get("entropy_schedule", "constant"),
+            tc.entropy_weight,
+            tc.get("entropy_end", tc.entropy_weight),
+            tc.get("entropy_decay_steps", 0),
+            step,
+        )
+        return noise, ent
+
+    def _learn(self, actions: np.ndarray, r: np.ndarray, mask: np.ndarray, ref: float, ent: float) -> float:
+        """Updates the policy on one batch (several epochs when PPO); returns the mean entropy (nats)."""
+        tc = self.tc
+        adv = r - ref
+        if tc.get("normalise_advantages", False):
+            adv = rl_math.normalise_advantages(adv, mask)
+        elite = rl_math.elite_mask(r, mask, float(tc.get("elite_fraction", 0.0)))
+        epochs = int(tc.get("epochs_per_batch", 1)) if tc.get("algorithm", "reinforce") == "ppo" else 1
+        args = [tf.constant(actions, tf.int32), tf.constant(adv, tf.float32), tf.constant(mask, tf.float32)]
+        old_logp = tf.zeros([len(actions)], tf.float32)
+        extra = [tf.constant(elite, tf.float32), tf.constant(ent, tf.float32)]
+        entropy = float("nan")
+        for epoch in range(epochs):
+            e, logp = self._update(*args, old_logp, tf.constant(epoch == 0), *extra)
+            if epoch == 0:
+                entropy = float(e.numpy())
+                old_logp = tf.stop_gradient(logp)  # the sampling policy's log-probabilities
+        return entropy
 
     def train_step(self) -> dict:
         """Samples, measures and updates once; returns the step's statistics."""
         step = int(self.step.numpy())
-        noise = float(self.pc.logits_noise_std) if step < int(self.pc.logits_noise_steps) else 0.0
+        noise, ent = self._schedules(step)
         actions = self.policy.sample(
             self.problem.type_ids,
             self.problem.features,
@@ -195,25 +274,15 @@ class Trainer:
             mask_bias=self.mask_bias,
             leader=self.problem.leader,
         )
-        placements = [self.problem.placement(a) for a in actions]
-        results = self.measurer.measure(placements)
+        results = self.measurer.measure([self.problem.placement(a) for a in actions])
+        self.samples += len(actions)
         times = np.array([m.step_time for m in results], dtype=np.float64)
         failed = np.array([not m.ok for m in results])
         r = rl_math.rewards(times, failed, self.tc.failing_step_time)
         mask = rl_math.update_mask(failed, step, self.tc.drop_failures_after)
         base = float(self.baseline.numpy()) if bool(self.has_baseline.numpy()) else None
-        if mask.any():
-            new_base = rl_math.update_baseline(base, r[mask], self.tc.baseline_decay)
-        else:
-            new_base = base
-        ref = new_base if base is None else base
-        entropy = float("nan")
-        if mask.any():
-            entropy = float(
-                self._update(
-                    tf.constant(actions, tf.int32), tf.constant(r - ref, tf.float32), tf.constant(mask, tf.float32)
-                ).numpy()
-            )
+        new_base = rl_math.update_baseline(base, r[mask], self.tc.baseline_decay) if mask.any() else base
+        entropy = self._learn(actions, r, mask, new_base if base is None else base, ent) if mask.any() else float("nan")
         if new_base is not None:
             self.baseline.assign(new_base)
             self.has_baseline.assign(True)
@@ -224,17 +293,24 @@ class Trainer:
                 self.best_time.assign(times[k])
                 self.best_devices.assign(actions[k].astype(np.int32))
         self.step.assign_add(1)
+        prev = self.history[-1] if self.history else {}
         stats = {
             "step": step + 1,
+            "samples": int(prev.get("samples", 0)) + len(actions),
+            "wall_seconds": float(prev.get("wall_seconds", 0.0)) + (time.time() - self.t0),
             "mean_step_time": float(times[ok].mean()) if ok.any() else float("inf"),
             "min_step_time": float(times[ok].min()) if ok.any() else float("inf"),
             "best_step_time": float(self.best_time.numpy()),
             "baseline": float(self.baseline.numpy()),
             "entropy": entropy,
+            "entropy_weight": ent,
+            "temperature": float(self.policy.temperature.numpy()),
             "failed_fraction": float(failed.mean()),
+            "device_share": np.bincount(actions.ravel(), minlength=len(self.problem.device_names)).tolist(),
             "learning_rate": float(self._lr(step)),
             "failures": sorted({m.failure for m in results if not m.ok}),
         }
+        self.t0 = time.time()
         self.history.append({k: v for k, v in stats.items() if k != "failures"})
         self._summarise(stats)
         return stats
@@ -248,16 +324,23 @@ class Trainer:
             self.writer = tf.summary.create_file_writer(os.path.join(self.workdir, "tensorboard"))
         with self.writer.as_default(step=stats["step"]):
             for key in (
+                "samples",
+                "wall_seconds",
                 "mean_step_time",
                 "min_step_time",
                 "best_step_time",
                 "baseline",
                 "entropy",
+                "entropy_weight",
+                "temperature",
                 "failed_fraction",
                 "learning_rate",
             ):
                 if np.isfinite(stats[key]):
                     tf.summary.scalar(key, stats[key])
+            share = np.asarray(stats["device_share"], np.float64)
+            for d, name in enumerate(self.problem.device_names):
+                tf.summary.scalar(f"device_share/{name}", share[d] / max(1.0, share.sum()))
 
     def train(self, steps: int, *, progress: bool = True, on_step=None, max_seconds: float = 0.0) -> dict:
         """Runs until `steps` steps in total have been taken (counting resumed ones).
@@ -271,7 +354,8 @@ class Trainer:
         Returns:
           The last step's statistics (empty when nothing was left to do).
         """
-        bar = Progress(steps, int(self.step.numpy())) if progress else None
+        done = int(self.step.numpy())
+        bar = tqdm.tqdm(total=steps, initial=done, unit="step", disable=not progress, mininterval=1.0)
         stats: dict = {}
         every = max(1, int(self.tc.checkpoint_every))
         t0 = time.time()
@@ -279,44 +363,27 @@ class Trainer:
             stats = self.train_step()
             if on_step is not None:
                 on_step(stats)
-            if bar is not None:
-                bar.update(stats)
+            bar.update(1)
+            bar.set_postfix(best=f"{stats['best_step_time']:.4f}s", mean=f"{stats['mean_step_time']:.4f}s")
             if stats["step"] % every == 0 or stats["step"] == steps:
                 self.save()
-        if bar is not None:
-            bar.close()
+        bar.close()
         if self.writer is not None:
             self.writer.flush()
         return stats
 
 
-class Progress:
-    """A one-line progress bar on stderr with the best step time so far."""
+CURVE_COLUMNS = ("step", "samples", "wall_seconds", "mean_step_time", "best_step_time", "entropy")
 
-    def __init__(self, total: int, start: int = 0):
-        self.total, self.start, self.t0 = total, start, time.time()
-        self.tty = sys.stderr.isatty()
-        self.last_print = 0.0
 
-    def update(self, stats: dict) -> None:
-        now = time.time()
-        done = stats["step"]
-        if not self.tty and now - self.last_print < 10 and done < self.total:
-            return
-        self.last_print = now
-        frac = done / max(1, self.total)
-        rate = (done - self.start) / max(1e-9, now - self.t0)
-        bar = "#" * int(30 * frac)
-        best = stats["best_step_time"]
-        line = (
-            f"[{bar:<30}] {done}/{self.total} best {best:.4f} s "
-            f"mean {stats['mean_step_time']:.4f} s failed {stats['failed_fraction']:.0%} {rate:.1f} steps/s"
-        )
-        print(("\r" if self.tty else "") + line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.tty:
-            print(file=sys.stderr)
+def curve_csv(history: list[dict]) -> str:
+    """The learning curve as CSV text: step, placements measured, wall seconds, mean and best step time (s), entropy (nats)."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(CURVE_COLUMNS)
+    for h in history:
+        w.writerow([h.get(k, "") for k in CURVE_COLUMNS])
+    return out.getvalue()
 
 
 def _read_history(path: str) -> list[dict]:

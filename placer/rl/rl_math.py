@@ -99,3 +99,79 @@ def group_devices_from_ops(
     if allowed is not None:
         votes = np.where(allowed, votes, -1.0)
     return votes.argmax(axis=1).astype(np.int32)[np.asarray(leader)]
+
+
+def normalise_advantages(advantages: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per-batch advantage normalisation: zero mean, unit standard deviation over the masked samples.
+
+    Keeps the size of a policy step independent of the reward scale, which
+    shrinks by orders of magnitude as the samples converge (Schulman et al.
+    2017, "Proximal Policy Optimization Algorithms", and its reference code).
+
+    Args:
+      advantages: [K] reward minus baseline.
+      mask: [K] bool, samples in the update.
+
+    Returns:
+      [K] float64; unmasked entries are zero; all zero when the masked ones are equal.
+    """
+    a = np.asarray(advantages, dtype=np.float64)
+    m = np.asarray(mask, dtype=bool)
+    out = np.zeros_like(a)
+    if m.sum() < 2:
+        return out
+    std = a[m].std()
+    if std > 1e-12:
+        out[m] = (a[m] - a[m].mean()) / std
+    return out
+
+
+def scheduled(kind: str, start: float, end: float, steps: int, step: int) -> float:
+    """A value annealed from `start` to `end` over `steps` steps, then held.
+
+    Args:
+      kind: "constant" (always `start`), "linear", or "exponential"
+        (geometric; both ends must be positive).
+      start: value at step 0.
+      end: value from step `steps` on.
+      steps: length of the schedule; 0 = constant.
+      step: the current step (0-based).
+
+    Raises:
+      ValueError: an unknown kind (see SCHEDULES).
+    """
+    if kind not in SCHEDULES:
+        raise ValueError(f"unknown schedule {kind!r} (valid: {', '.join(SCHEDULES)})")
+    if kind == "constant" or steps <= 0:
+        return float(start)
+    f = min(1.0, max(0, step) / steps)
+    if kind == "linear":
+        return float(start + f * (end - start))
+    return float(start * (end / start) ** f)
+
+
+SCHEDULES = ("constant", "linear", "exponential")
+
+
+def elite_mask(rewards: np.ndarray, mask: np.ndarray, fraction: float) -> np.ndarray:
+    """The elite samples of a batch for a cross-entropy-method update.
+
+    Gao et al. 2018, "Post: Device Placement with Cross-Entropy Minimization
+    and Proximal Policy Optimization" (NeurIPS): the policy also minimises the
+    cross-entropy to the best samples of each batch.
+
+    Args:
+      rewards: [K] rewards.
+      mask: [K] bool, samples that may be elite (ran).
+      fraction: share of the batch kept, in (0, 1]; 0 = none.
+
+    Returns:
+      [K] bool, at least one sample when `fraction` > 0 and any is masked.
+    """
+    r = np.where(np.asarray(mask, bool), np.asarray(rewards, np.float64), -np.inf)
+    out = np.zeros(len(r), bool)
+    if fraction <= 0 or not np.isfinite(r).any():
+        return out
+    k = min(int(np.isfinite(r).sum()), max(1, int(round(fraction * len(r)))))
+    out[np.argsort(-r, kind="stable")[:k]] = True
+    return out

@@ -12,11 +12,13 @@ import time
 import numpy as np
 
 from baselines import registry as baseline_registry
+from configs import common as config_common
 from graphs import local_cluster, pipeline
 from placer.core import atomic
 from placer.core.errors import InputError
 from placer.measure import bounds
 from placer.measure import registry as measure_registry
+from placer.rl import encoders
 from placer.rl import problem as problem_lib
 from placer.rl.reinforce import Trainer
 
@@ -62,6 +64,8 @@ def run(
     """
     if steps <= 0:
         raise InputError(f"--steps must be positive, got {steps}")
+    config_common.check_placer_config(config.placer)
+    encoders.check(config.placer.policy.get("encoder", "bilstm"))
     check_fresh_workdir(workdir, resume)
     t0 = time.time()
     cluster = local_cluster.load(config.cluster)
@@ -86,16 +90,11 @@ def run(
         problem, measurer, config.placer, workdir, seed=seed, metadata={"cluster": cluster.name, "measure": kind}
     )
     start = trainer.restore() if resume else 0
+    imitation = None
     if resume:
         log(f"resumed at step {start}, best so far {float(trainer.best_time.numpy()):.4f} s")
     elif warm is not None:
-        target = np.zeros(problem.num_groups, np.int32)
-        np.maximum.at(target, problem.op_group, warm[1].devices)
-        nll = trainer.warm_start(target[problem.leader], tc.warm_start_steps, tc.warm_start_learning_rate)
-        log(
-            f"warm start: imitated {warm[1].metadata.get('method')} ({warm[0]:.4f} s) for "
-            f"{tc.warm_start_steps} steps, final NLL {nll:.3f}"
-        )
+        imitation = _warm_start(trainer, problem, warm, tc, log)
     t_train = time.time()
     reached: list[tuple[int, float, float]] = []  # (step, seconds, best) whenever best improved
 
@@ -105,16 +104,45 @@ def run(
 
     last = trainer.train(steps, progress=progress, on_step=on_step, max_seconds=max_seconds)
     trainer.save()
-    wall = time.time() - t_train
+    summary = _summary(trainer, graph, groups, cluster, kind, seed, start, time.time() - t_train, reached, last)
+    summary["warm_start"] = imitation
+    atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
+    _log_result(summary, last, log)
+    return summary
+
+
+def _warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
+    """Imitates the warm-start placement, recorded as the best at step 0; returns what summary.json says of it."""
+    step_time, placement = warm
+    target = np.zeros(problem.num_groups, np.int32)
+    np.maximum.at(target, problem.op_group, placement.devices)
+    nll, taken, equal = trainer.warm_start(
+        target[problem.leader], tc.warm_start_steps, tc.warm_start_learning_rate, step_time=step_time
+    )
+    method = placement.metadata.get("method")
+    log(
+        f"warm start: imitated {method} ({step_time:.4f} s, recorded as the best at step 0) for {taken} steps, "
+        f"final NLL {nll:.3f}; the greedy placement {'equals' if equal else 'still differs from'} it"
+        + ("" if equal else f" (step cap {tc.warm_start_steps})")
+    )
+    return {"method": method, "step_time": step_time, "imitation_steps": taken, "nll": nll, "greedy_equal": equal}
+
+
+def _summary(trainer, graph, groups, cluster, kind, seed, start, wall, reached, last) -> dict:
+    """The dict written to summary.json."""
     lb = bounds.lower_bound(graph, cluster)
     best = float(trainer.best_time.numpy())
-    summary = {
+    info = trainer.run_info()
+    return {
         "graph": graph.name,
         "fingerprint": graph.fingerprint(),
         "ops": graph.num_ops,
         "groups": groups.num_groups,
         "cluster": cluster.name,
         "measure": kind,
+        "policy": info["policy"],
+        "encoder": info["encoder"],
+        "algorithm": info["algorithm"],
         "steps": int(trainer.step.numpy()),
         "seed": seed,
         "best_step_time": best if np.isfinite(best) else None,
@@ -123,12 +151,14 @@ def run(
         "train_seconds": wall,
         "seconds_to_within_5pct": _time_to_within(reached, best, 0.05),
         "steps_per_second": (int(trainer.step.numpy()) - start) / max(wall, 1e-9),
-        "samples_per_step": int(tc.samples_per_step),
-        "warm_start": None if warm is None else {"method": warm[1].metadata.get("method"), "step_time": warm[0]},
+        "samples_per_step": int(trainer.tc.samples_per_step),
         "last_step": last,
     }
-    atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
-    if np.isfinite(best):
+
+
+def _log_result(summary: dict, last: dict, log) -> None:
+    best, lb, wall = summary["best_step_time"], summary["lower_bound"], summary["train_seconds"]
+    if best is not None:
         log(
             f"best step time {best:.4f} s, {best / lb:.2f}x the lower bound ({lb:.4f} s); "
             f"{summary['steps']} steps in {wall:.1f} s"
@@ -138,17 +168,21 @@ def run(
             f"no placement ran: every sample failed ({', '.join(last.get('failures', [])) or 'unknown'}); "
             f"{summary['steps']} steps in {wall:.1f} s"
         )
-    return summary
 
 
 def best_baseline(graph, cluster, measurer, methods: str, seed: int, log=print):
-    """The fastest of the named baselines (comma-separated) as measured by `measurer`.
+    """The fastest of the named baselines (comma-separated, or "all": every registered one that does not
+    itself search by measuring, single_gpu included) as measured by `measurer`.
 
     Returns:
       (step time in seconds, Placement), or None when none of them ran.
     """
     placements = []
-    for name in [n.strip() for n in methods.split(",") if n.strip()]:
+    if methods.strip() == "all":
+        names = [n for n in baseline_registry.names() if n not in baseline_registry.MEASURED]
+    else:
+        names = [n.strip() for n in methods.split(",") if n.strip()]
+    for name in names:
         try:
             placements.append(baseline_registry.get(name)(graph, cluster, seed=seed))
         except InputError as e:

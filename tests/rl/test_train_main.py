@@ -77,6 +77,15 @@ def test_train_writes_results_then_resume_continues(files, tmp_path):
     assert best["metadata"]["method"] == "rl" and len(best["ops"]) == 6
     assert os.listdir(work / "tensorboard")
     assert "best step time" in r.stdout
+    assert summary["policy"] == "seq2seq_attention" and summary["encoder"] == "bilstm"
+    assert json.loads((work / "run.json").read_text())["encoder"] == "bilstm"
+    rows = (work / "curve.csv").read_text().splitlines()
+    assert rows[0] == "step,samples,wall_seconds,mean_step_time,best_step_time,entropy"
+    assert [r.split(",")[0] for r in rows[1:]] == [str(i) for i in range(1, 7)]
+    samples = [int(r.split(",")[1]) for r in rows[1:]]
+    assert samples == sorted(samples) and samples[0] > 0
+    # Warm start (all baselines): the imitated placement is the best at step 0 and never beaten downwards.
+    assert summary["warm_start"]["step_time"] >= summary["best_step_time"]
 
     r = train(
         files,
@@ -101,6 +110,16 @@ def test_bad_input_exits_2_and_leaves_the_workdir(files, tmp_path):
     assert r.returncode == 2 and "no_such_cluster" in r.stderr
     r = train(files, *ok, "--steps=3", "--config.measure=psychic")
     assert r.returncode == 2 and "psychic" in r.stderr
+    for field, value in (
+        ("train.algorithm", "a2c"),
+        ("train.entropy_schedule", "cosine"),
+        ("policy.temperature_schedule", "cosine"),
+        ("policy.encoder", "gnn"),
+    ):
+        r = train(files, *ok, "--steps=3", f"--config.placer.{field}={value}")
+        assert r.returncode == 2 and field in r.stderr and value in r.stderr, r.stderr
+        errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and field in errors[0] and "Traceback" not in r.stderr
     assert not work.exists() or not os.listdir(work)
 
     assert train(files, *ok, "--steps=3").returncode == 0
