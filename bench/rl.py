@@ -1,95 +1,215 @@
-"""RL placer on the paper-size graphs, simulated 4-GPU K80 machine: writes BENCHMARKS.md "rl".
+"""RL from scratch against same-budget search, simulated 4-GPU K80 machine: writes BENCHMARKS.md "rl".
 
-For RNNLM, NMT and Inception-V3 at paper size: every baseline measured by the
-simulator, then the RL placer under a wall-time budget; reported are the best
-step time, its ratio to the lower bound, the wall time to come within 5% of
-the final best, policy samples and trainer steps per second, and the RL
-placement against the best baseline and the expert.
+For each graph (paper-size RNNLM, NMT and Inception-V3 by default) and seed:
 
-Usage: python -m bench.rl [--minutes=4] [--seeds=0,1,2] [--models=configs/rnnlm.py,...]
+- every non-search baseline, measured by the simulator;
+- RL from scratch with the paper's update rule (configs.common.paper_method);
+- RL from scratch with the fixes (the default config, warm start off);
+- RL warm-started from the best baseline (the default config);
+- random search and simulated annealing (baselines/search.py) on the same
+  groups, each given as many measured placements as the fixed RL run used.
+
+Each RL search runs under the same wall-time budget. Curves of the best step
+time against measured placements and against wall seconds are drawn to
+bench/out/rl_<graph>.png; every target of the benchmark prints met / NOT met.
+
+Usage: python -m bench.rl [--minutes=30] [--seeds=0,1,2] [--models=configs/rnnlm.py,...]
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
+import subprocess
 import tempfile
 import time
 
 from absl import app, flags
 
-_MINUTES = flags.DEFINE_float("minutes", 4.0, "Wall-time budget of each RL search.")
+_MINUTES = flags.DEFINE_float("minutes", 30.0, "Wall-time budget of each RL search.")
 _STEPS = flags.DEFINE_integer("steps", 100000, "Step cap of each RL search.")
 _MODELS = flags.DEFINE_list(
     "models", ["configs/rnnlm.py", "configs/nmt.py", "configs/inception_v3.py"], "Model configs."
 )
 _CLUSTER = flags.DEFINE_string("cluster", "k80x4", "Cluster preset.")
-_SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "One search per seed and graph; the median one is shown.")
+_SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "One search per seed, method and graph; medians are shown.")
 _OUT = flags.DEFINE_string("out", "out/bench_rl", "Folder for the runs' workdirs and a JSON of the results.")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PLOTS = os.path.join(ROOT, "bench", "out")
+RL_METHODS = ("rl_paper", "rl_fixed", "rl_warm")
+SEARCHES = ("random_search", "local_search")
+
+
+def _rl(config, method: str, minutes: float, steps: int, seed: int, out: str, graph_name: str) -> dict:
+    """One RL search; returns its summary and curve (samples, wall seconds, best step time)."""
+    from configs import common
+    from placer.rl import train_lib
+
+    config = config.copy_and_resolve_references()
+    if method == "rl_paper":
+        common.paper_method(config.placer)
+    elif method == "rl_fixed":
+        config.placer.train.warm_start = ""
+    workdir = tempfile.mkdtemp(prefix=f"{graph_name}-{method}-", dir=out)
+    s = train_lib.run(config, workdir=workdir, steps=steps, seed=seed, progress=False, max_seconds=60 * minutes)
+    with open(os.path.join(workdir, "history.json")) as f:
+        hist = json.load(f)
+    curve = [(h["samples"], h["wall_seconds"], h["best_step_time"]) for h in hist]
+    return {"best": s["best_step_time"], "samples": curve[-1][0] if curve else 0, "curve": curve, "summary": s}
+
+
+def _search(name: str, graph, cluster, groups, budget: int, seed: int) -> dict:
+    """One same-budget search on the RL run's groups."""
+    from baselines import registry
+    from placer.measure.simulator import Simulator
+
+    curve, t0 = [], time.time()
+    p = registry.place(
+        name,
+        graph,
+        cluster,
+        seed=seed,
+        measurer=Simulator(graph, cluster),
+        budget=budget,
+        groups=groups,
+        on_measured=lambda n, best: curve.append((n, time.time() - t0, best)),
+    )
+    return {"best": p.metadata["step_time"], "samples": budget, "curve": curve}
 
 
 def run_model(spec: str, cluster_name: str, minutes: float, steps: int, seed: int, out: str) -> dict:
     from baselines import registry
     from graphs import pipeline
     from placer.core import cluster as cluster_lib
-    from placer.core import configs_util
+    from placer.core import configs_util, grouping
     from placer.measure.simulator import Simulator
-    from placer.rl import train_lib
 
     config = configs_util.load_config(spec)
-    config.cluster = cluster_name
-    config.measure = "sim"
+    config.cluster, config.measure = cluster_name, "sim"
     cluster = cluster_lib.load(cluster_name)
     graph = pipeline.load_graph(cluster, config=config).graph
     sim = Simulator(graph, cluster)
     baselines = {}
-    for name in registry.names():
-        t0 = time.time()
+    for name in (n for n in registry.names() if n not in registry.MEASURED):
         try:
-            placement = registry.get(name)(graph, cluster, seed=seed)
+            m = sim.measure([registry.get(name)(graph, cluster, seed=seed)])[0]
         except Exception as e:  # noqa: BLE001 (a baseline that cannot place this graph is reported)
-            baselines[name] = {"error": str(e).splitlines()[0]}
+            print(f"  {name}: {str(e).splitlines()[0]}", flush=True)
             continue
-        m = sim.measure([placement])[0]
-        baselines[name] = {
-            "step_time": m.step_time if m.ok else None,
-            "failure": m.failure,
-            "place_seconds": time.time() - t0,
-        }
-    workdir = tempfile.mkdtemp(prefix=f"{graph.name}-", dir=out)
-    summary = train_lib.run(config, workdir=workdir, steps=steps, seed=seed, progress=False, max_seconds=60 * minutes)
-    return {
-        "model": spec,
-        "graph": graph.name,
-        "ops": graph.num_ops,
-        "baselines": baselines,
-        "rl": summary,
-        "config": {
-            "hidden_size": config.placer.policy.hidden_size,
-            "samples_per_step": config.placer.train.samples_per_step,
-            "learning_rate": config.placer.train.learning_rate,
-            "warm_start": config.placer.train.warm_start,
-        },
-    }
-
-
-def _row(r: dict, runs: list[dict]) -> str:
-    """Markdown row of run `r`, with the RL step times of all `runs` of its graph."""
-    ok = {k: v["step_time"] for k, v in r["baselines"].items() if v.get("step_time")}
-    best_name = min(ok, key=ok.get)
-    rl = r["rl"]
-    t = rl["best_step_time"]
-    expert = ok.get("expert")
-    samples = rl["steps"] * r["config"]["samples_per_step"]
-    within = rl["seconds_to_within_5pct"]
-    return (
-        f"| {r['graph']} | {r['ops']} | {rl['groups']} | {t:.4f} | {rl['ratio_to_lower_bound']:.2f} | "
-        f"{best_name} {ok[best_name]:.4f} | {ok[best_name] / t:.3f}x | "
-        f"{(expert / t - 1) * 100:+.1f}% | {within:.0f} s | {rl['train_seconds']:.0f} s | "
-        f"{samples / rl['train_seconds']:.1f} | {rl['steps_per_second']:.2f} | "
-        + " / ".join(f"{x['rl']['best_step_time']:.4f}" for x in runs)
-        + " |"
+        if m.ok:
+            baselines[name] = m.step_time
+    runs = {}
+    for method in RL_METHODS:
+        runs[method] = _rl(config, method, minutes, steps, seed, out, graph.name)
+        print(f"  {method}: {runs[method]['best']:.4f} s after {runs[method]['samples']} placements", flush=True)
+    gc = config.placer.grouping
+    groups = grouping.group(
+        graph,
+        target_groups=gc.target_groups,
+        min_groups=grouping.group_floor(gc.target_groups, cluster.num_devices),
     )
+    budget = max(1, runs["rl_fixed"]["samples"])
+    for name in SEARCHES:
+        runs[name] = _search(name, graph, cluster, groups, budget, seed)
+        print(f"  {name}: {runs[name]['best']:.4f} s after {budget} placements", flush=True)
+    return {"graph": graph.name, "ops": graph.num_ops, "groups": groups.num_groups, "baselines": baselines, **runs}
+
+
+def _plot(graph: str, runs: list[dict]) -> str:
+    """Draws best step time against placements and against wall seconds (seed of the first run); returns the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(PLOTS, exist_ok=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    r = runs[0]
+    for method in RL_METHODS + SEARCHES:
+        c = r[method]["curve"]
+        if not c:
+            continue
+        for ax, col in zip(axes, (0, 1), strict=True):
+            ax.step([p[col] for p in c], [p[2] for p in c], where="post", label=method)
+    for name in ("expert", min(r["baselines"], key=r["baselines"].get)):
+        for ax in axes:
+            ax.axhline(r["baselines"][name], ls=":", c="gray")
+            ax.annotate(name, (0, r["baselines"][name]), fontsize=7, color="gray")
+    axes[0].set_xlabel("placements measured")
+    axes[1].set_xlabel("wall seconds")
+    for ax in axes:
+        ax.set_ylabel("best step time (s)")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{graph}: best simulated step time")
+    path = os.path.join(PLOTS, f"rl_{graph}.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def _median(runs: list[dict], method: str) -> float:
+    return statistics.median(r[method]["best"] for r in runs)
+
+
+def _within(curve, final: float, tol: float = 0.05) -> float | None:
+    return next((w for _, w, b in curve if b <= final * (1 + tol)), None)
+
+
+def _table(results: list[list[dict]]) -> list[str]:
+    head = "| graph | ops | groups | expert (s) | best baseline (s) | " + " | ".join(RL_METHODS + SEARCHES)
+    lines = [head + " | placements per search |", "|" + "---|" * (7 + len(RL_METHODS + SEARCHES) - 1)]
+    for runs in results:
+        r = runs[0]
+        b = r["baselines"]
+        best = min(b, key=b.get)
+        cells = " | ".join(f"{_median(runs, m):.4f}" for m in RL_METHODS + SEARCHES)
+        lines.append(
+            f"| {r['graph']} | {r['ops']} | {r['groups']} | {b.get('expert', float('nan')):.4f} | "
+            f"{best} {b[best]:.4f} | {cells} | {r['rl_fixed']['samples']} |"
+        )
+    return lines
+
+
+def _targets(results: list[list[dict]]) -> list[tuple[str, bool]]:
+    """Each target of the benchmark and whether the medians meet it."""
+    by = {runs[0]["graph"]: runs for runs in results}
+    best_base = {g: min(runs[0]["baselines"].values()) for g, runs in by.items()}
+    expert = {g: runs[0]["baselines"].get("expert", float("inf")) for g, runs in by.items()}
+    fixed = {g: _median(runs, "rl_fixed") for g, runs in by.items()}
+    warm = {g: _median(runs, "rl_warm") for g, runs in by.items()}
+    anneal = {g: _median(runs, "local_search") for g, runs in by.items()}
+    n = len(by)
+    out = [
+        ("from scratch at or under the expert on every graph", all(fixed[g] <= expert[g] for g in by)),
+        (
+            f"from scratch at or under the best baseline on at least {min(2, n)} of {n}",
+            sum(fixed[g] <= best_base[g] for g in by) >= min(2, n),
+        ),
+        (
+            f"from scratch better than same-budget annealing on at least {min(2, n)} of {n}",
+            sum(fixed[g] < anneal[g] for g in by) >= min(2, n),
+        ),
+        ("warm start at or under the best baseline on every graph", all(warm[g] <= best_base[g] for g in by)),
+    ]
+    if "nmt" in by:
+        within = statistics.median(
+            w if (w := _within(r["rl_fixed"]["curve"], r["rl_fixed"]["best"])) is not None else float("inf")
+            for r in by["nmt"]
+        )
+        out += [
+            ("NMT from scratch at least 15% under the expert", fixed["nmt"] <= 0.85 * expert["nmt"]),
+            ("NMT warm start at least 20% under the expert", warm["nmt"] <= 0.80 * expert["nmt"]),
+            (f"NMT from scratch within 5% of its final best in under 10 minutes ({within:.0f} s)", within < 600),
+        ]
+    return out
+
+
+def _commit() -> str:
+    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
 
 
 def main(argv):
@@ -98,32 +218,39 @@ def main(argv):
 
     os.makedirs(_OUT.value, exist_ok=True)
     seeds = [int(s) for s in _SEEDS.value]
-    results = []  # per graph, its runs sorted by RL step time
+    results = []
     for spec in _MODELS.value:
         runs = []
         for seed in seeds:
             print(f"== {spec}, seed {seed}", flush=True)
             runs.append(run_model(spec, _CLUSTER.value, _MINUTES.value, _STEPS.value, seed, _OUT.value))
-            print(_row(runs[-1], [runs[-1]]), flush=True)
-        results.append(sorted(runs, key=lambda r: r["rl"]["best_step_time"] or float("inf")))
+        results.append(runs)
     with open(os.path.join(_OUT.value, "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=str)
-    c = results[0][0]["config"]
+    full = _MINUTES.value >= 30 and len(seeds) >= 3
+    scale = "" if full else " (not measured at full scale: 30 minutes per search, 3 seeds)"
+    verdicts = [f"- {name}: **{'met' if ok else 'NOT met'}**{scale}" for name, ok in _targets(results)]
+    print("\n".join(verdicts))
+    plots = [os.path.relpath(_plot(runs[0]["graph"], runs), ROOT) for runs in results]
     body = [
-        f"Simulated `{_CLUSTER.value}` cluster, paper-size graphs, costs from Grappler's analytical model. "
-        f"RL: hidden size {c['hidden_size']}, {c['samples_per_step']} samples per step, Adam learning rate "
-        f"{c['learning_rate']}, warm start from `{c['warm_start'] or 'nothing'}`, a budget of "
-        f"{_MINUTES.value:g} minutes per search on this machine, one search per seed ({', '.join(map(str, seeds))}). "
-        "Each row is the median search of its graph (by RL step time); the last column lists every seed's. "
-        "Speedup is the best baseline's step time over RL's (above 1: RL is faster); 'vs expert' is how much "
-        "faster RL is.",
+        f"Simulated `{_CLUSTER.value}` cluster, costs from Grappler's analytical model, commit {_commit()}. "
+        f"Each RL search had {_MINUTES.value:g} minutes of wall time on this machine (shared with other work), "
+        f"seeds {', '.join(map(str, seeds))}; the table shows the median best step time (s) per method. "
+        "rl_paper: the paper's REINFORCE from scratch; rl_fixed: from scratch with PPO-style clipped epochs, "
+        "normalised advantages, a decaying entropy bonus, logits noise and elite updates (configs/common.py); "
+        "rl_warm: the same, warm-started from the best baseline; random_search and local_search (simulated "
+        "annealing from single_gpu) measured as many placements as rl_fixed, on the same groups.",
         "",
-        "| graph | ops | groups | RL step time (s) | ratio to lower bound | best baseline (s) | RL speedup over it "
-        "| RL vs expert | time to within 5% of final | search wall time | samples/s | steps/s | RL, all seeds (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *_table(results),
+        "",
+        "Targets:",
+        "",
+        *verdicts,
+        "",
+        "Curves (best step time against placements measured and against wall seconds, first seed): "
+        + ", ".join(f"[{os.path.basename(p)}]({p})" for p in plots),
     ]
-    body += [_row(runs[len(runs) // 2], runs) for runs in results]
-    update_section("rl", "RL placer on the paper-size graphs", "\n".join(body), "bench/rl.py")
+    update_section("rl", "RL from scratch against same-budget search", "\n".join(body), "bench/rl.py")
 
 
 if __name__ == "__main__":
