@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from placer.core import op_names
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
@@ -49,26 +50,9 @@ SINGLE_GPU_MODELS = ("inception_v3",)
 _LAYER = re.compile(r"^(?:rnn|encoder|decoder)/layer_(\d+)(?:/|$)")
 _FIRST = re.compile(r"^(?:input|embedding|encoder/embedding|decoder/embedding)(?:/|$)")
 _LAST = re.compile(r"^(?:attention|softmax|loss)(?:/|$)")
-_GRADIENT = re.compile(r"^gradients(?:_\d+)?/")
-_UPDATE = re.compile(r"^[^/]+/update_(.+)$")
+_GRADIENT = op_names.GRADIENT_SCOPE
 
 RULES = ("layer", "first", "last", "single_gpu", "gradient", "update", "neighbour", "default", "cpu", "colocation")
-
-
-def forward_name(name: str) -> str | None:
-    """Returns the forward op a gradient op was made for, by TF's naming.
-
-    `gradients/rnn/layer_0/t_1/MatMul_grad/MatMul_1` -> `rnn/layer_0/t_1/MatMul`;
-    None when `name` is not a gradient op or names no `<op>_grad` scope.
-    """
-    m = _GRADIENT.match(name)
-    if not m:
-        return None
-    parts = name[m.end() :].split("/")
-    for j, part in enumerate(parts[:-1]):
-        if part.endswith("_grad"):
-            return "/".join(parts[:j] + [part[: -len("_grad")]])
-    return None
 
 
 def layer_gpus(num_layers: int, num_gpus: int, wrap: str = "blocks") -> list[int]:
@@ -104,21 +88,8 @@ def _scope_rule(name: str, layer_gpu: Sequence[int]) -> tuple[int, str] | None:
 def _links(graph: OpGraph) -> np.ndarray:
     """Returns [n] the op each op follows (gradient -> forward op, update -> variable), or -1."""
     index = graph.index()
-    link = np.full(graph.num_ops, -1, dtype=np.int64)
-    for i, name in enumerate(graph.names):
-        fwd = forward_name(name)
-        if fwd is not None:
-            link[i] = index.get(fwd, -1)
-            continue
-        m = _UPDATE.match(name)
-        if m:
-            parts = m.group(1).split("/")
-            for k in range(len(parts), 0, -1):  # longest prefix naming an op: the variable
-                j = index.get("/".join(parts[:k]))
-                if j is not None:
-                    link[i] = j
-                    break
-    return link
+    link = [op_names.forward_op_for(name, index) for name in graph.names.tolist()]
+    return np.array([-1 if j is None else j for j in link], dtype=np.int64)
 
 
 def _neighbours(graph: OpGraph, control: bool) -> tuple[list[list[int]], list[list[int]]]:

@@ -47,7 +47,6 @@ graphs" (JEA 2006).
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -55,8 +54,9 @@ from scipy.sparse.csgraph import connected_components
 
 from placer.core.grouping_merge import Merger
 from placer.core.op_graph import OpGraph, topological_order
+from placer.core.op_names import GRADIENT_SCOPE as _GRADIENT_SCOPE
+from placer.core.op_names import forward_op_for
 
-_GRADIENT_SCOPE = re.compile(r"^gradients(?:_\d+)?/")
 # Our choice: a colocated op whose merge would close a cycle also takes the
 # groups on the paths between (e.g. a batch-norm moving average's few update
 # ops) when they hold at most this many ops; longer cycles become ties.
@@ -232,40 +232,6 @@ def _group_edges(graph: OpGraph, op_group: np.ndarray) -> tuple[np.ndarray, np.n
     total = np.zeros(len(pairs), np.int64)
     np.add.at(total, inv.reshape(-1), b)
     return pairs[:, 0].astype(np.int32), pairs[:, 1].astype(np.int32), total
-
-
-def forward_op_for(name: str, index: dict[str, int]) -> int | None:
-    """Finds the forward op a gradient or optimizer-update op belongs to, by name.
-
-    "gradients/enc/MatMul_grad/MatMul_1" -> "enc/MatMul" (TF names gradient ops
-    "gradients[_k]/<forward op>_grad/..."); "Adam/update_enc/w/ResourceApplyAdam"
-    -> "enc/w" (TF's optimizers name update ops "<opt>/update_<variable>/...").
-    The longest matching prefix wins; gradient ops never match.
-
-    Args:
-      name: the op's name.
-      index: op name -> op index.
-
-    Returns:
-      The forward op's index, or None when the name matches no op.
-    """
-    m = _GRADIENT_SCOPE.match(name)
-    if m:
-        parts = name[m.end() :].split("/")
-    else:
-        pos = name.find("/update_")
-        if pos < 0 and not name.startswith("update_"):
-            return None
-        rest = name[pos + 1 :] if pos >= 0 else name
-        parts = rest[len("update_") :].split("/")
-    # The last part is the op's own name inside the gradient/update scope.
-    for k in range(len(parts) - 1, 0, -1):
-        cand = "/".join(parts[:k])
-        for c in (cand[:-5], cand) if cand.endswith("_grad") else (cand,):
-            i = index.get(c)
-            if i is not None and not _GRADIENT_SCOPE.match(c):
-                return i
-    return None
 
 
 def group(

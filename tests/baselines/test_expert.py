@@ -5,6 +5,7 @@ import pytest
 
 from baselines import expert
 from placer.core import cluster as cluster_lib
+from placer.core import op_names
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 
@@ -126,11 +127,11 @@ def test_layer_wrapping():
         expert.layer_gpus(3, 2, "spiral")
 
 
-def test_forward_name():
-    assert expert.forward_name("gradients/rnn/layer_0/t_1/MatMul_grad/MatMul_1") == "rnn/layer_0/t_1/MatMul"
-    assert expert.forward_name("gradients_1/a/b_grad/c_grad/X") == "a/b"
-    assert expert.forward_name("gradients/AddN_3") is None
-    assert expert.forward_name("rnn/layer_0/t_1/MatMul") is None
+def test_gradient_ops_follow_their_forward_op_by_name():
+    names = ["rnn/layer_0/t_1/MatMul", "a/b", "gradients/rnn/layer_0/t_1/MatMul_grad/MatMul_1"]
+    names += ["gradients_1/a/b_grad/c_grad/X", "gradients/AddN_3", "SGD/update_a/b/Apply"]
+    g = OpGraph.create("names", names, ["T"] * len(names), [])
+    assert expert._links(g).tolist() == [-1, -1, 0, 1, -1, 1]
 
 
 def test_cpu_only_ops_and_colocation():
@@ -206,9 +207,9 @@ def test_tiny_models_every_op_has_a_rule(extracted, key):
             gpu_of.setdefault(layer, set()).add(d)
         if r == "neighbour":  # the catch-all only takes sums, constants and NoOps no scope names
             assert not name.startswith(("rnn/", "encoder/", "decoder/", "attention/", "softmax/")), name
-        fwd = expert.forward_name(name)
-        if fwd in index:
-            assert d == dev[index[fwd]], f"{name} is not with {fwd}"
+        fwd = op_names.forward_op_for(name, index)
+        if fwd is not None and op_names.is_gradient(name):
+            assert d == dev[fwd], f"{name} is not with {g.names[fwd]}"
         if name.startswith(("attention/", "softmax/", "loss/")):
             assert d == 2, name  # the last layer's GPU (layer 1 -> GPU index 2 after the CPU)
         if name.startswith(("embedding/", "encoder/embedding/", "decoder/embedding/", "input/")):
