@@ -99,107 +99,127 @@ def etf_schedule(
     Returns:
       The Schedule (device indices before the legality rules).
     """
-    n, nd = graph.num_ops, cluster.num_devices
-    times = np.nan_to_num(common.op_times(graph, cluster), nan=0.0)
-    mask = common.allowed(graph, cluster, targets)
-    need = op_memory(graph)
-    cap = cluster.memory()
-    used = np.zeros(nd)
-    lat, bw = cluster.latency, cluster.bandwidth
-    starts, preds, pbytes, (src, dst, _) = _in_edges(graph)
-    indeg = np.diff(starts).astype(np.int64)
-    sorder = np.argsort(src, kind="stable")
-    sstarts = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=sstarts[1:])
-    succs = dst[sorder]
-    prio = -_bottom_level(graph, times[:, targets].mean(axis=1), src, dst)
-    sid, sets = _colocation_map(graph)
-    pinned = np.full(n, -1, dtype=np.int64)
-    parent = np.full(n, -1, dtype=np.int64)
-    if favourite is not None:
-        has = np.flatnonzero(favourite >= 0)
-        parent[favourite[has]] = has
+    etf = _Etf(graph, cluster, targets, favourite)
+    for v in np.flatnonzero(etf.indeg == 0):
+        etf.make_ready(int(v))
+    for _ in range(graph.num_ops):
+        etf.assign(*etf.pick())
+    f = etf.finish
+    return Schedule(etf.dev, etf.start, f, float(f.max()) if graph.num_ops else 0.0)
 
-    dev = np.full(n, -1, dtype=np.int64)
-    start = np.zeros(n)
-    finish = np.zeros(n)
-    free = np.zeros(nd)
-    forced = np.zeros(n, dtype=bool)
-    remaining = np.zeros(n, dtype=np.int64)
-    ready_at = np.zeros((n, nd))
-    heaps: list[list] = [[] for _ in range(nd)]
 
-    def push(v: int, where: np.ndarray, force: bool) -> None:
-        forced[v] = force
-        remaining[v] = len(where)
+class _Etf:
+    """The state of one ETF schedule: per-device heaps of ready ops, memory in use, finish times."""
+
+    def __init__(self, graph: OpGraph, cluster: Cluster, targets: list[int], favourite: np.ndarray | None):
+        n, nd = graph.num_ops, cluster.num_devices
+        self.nd = nd
+        self.times = np.nan_to_num(common.op_times(graph, cluster), nan=0.0)
+        self.mask = common.allowed(graph, cluster, targets)
+        self.need = op_memory(graph)
+        self.cap = cluster.memory()
+        self.used = np.zeros(nd)
+        self.lat, self.bw = cluster.latency, cluster.bandwidth
+        self.starts, self.preds, self.pbytes, (src, dst, _) = _in_edges(graph)
+        self.indeg = np.diff(self.starts).astype(np.int64)
+        sorder = np.argsort(src, kind="stable")
+        self.sstarts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src, minlength=n), out=self.sstarts[1:])
+        self.succs = dst[sorder]
+        self.prio = -_bottom_level(graph, self.times[:, targets].mean(axis=1), src, dst)
+        self.sid, self.sets = _colocation_map(graph)
+        self.pinned = np.full(n, -1, dtype=np.int64)
+        self.parent = np.full(n, -1, dtype=np.int64)
+        if favourite is not None:
+            has = np.flatnonzero(favourite >= 0)
+            self.parent[favourite[has]] = has
+        self.dev = np.full(n, -1, dtype=np.int64)
+        self.start = np.zeros(n)
+        self.finish = np.zeros(n)
+        self.free = np.zeros(nd)
+        self.forced = np.zeros(n, dtype=bool)
+        self.remaining = np.zeros(n, dtype=np.int64)
+        self.ready_at = np.zeros((n, nd))
+        self.heaps: list[list] = [[] for _ in range(nd)]
+
+    def push(self, v: int, where: np.ndarray, force: bool) -> None:
+        self.forced[v] = force
+        self.remaining[v] = len(where)
         for d in where:
-            heapq.heappush(heaps[d], (ready_at[v, d], prio[v], v))
+            heapq.heappush(self.heaps[d], (self.ready_at[v, d], self.prio[v], v))
 
-    def force_on_roomiest(v: int) -> None:
-        cand = np.flatnonzero(mask[v]) if pinned[v] < 0 else np.array([pinned[v]])
-        d = cand[np.argmax((cap - used)[cand])]
-        push(v, np.array([d]), True)
+    def force_on_roomiest(self, v: int) -> None:
+        cand = np.flatnonzero(self.mask[v]) if self.pinned[v] < 0 else np.array([self.pinned[v]])
+        d = cand[np.argmax((self.cap - self.used)[cand])]
+        self.push(v, np.array([d]), True)
 
-    def make_ready(v: int) -> None:
-        a, b = starts[v], starts[v + 1]
+    def make_ready(self, v: int) -> None:
+        """Queues op v, all of whose producers are scheduled, on the devices it may use."""
+        a, b = self.starts[v], self.starts[v + 1]
         if b > a:
-            p = preds[a:b]
-            pd = dev[p]
-            comm = np.where(pbytes[a:b, None] > 0, lat[pd] + pbytes[a:b, None] / bw[pd], 0.0)
-            ready_at[v] = (finish[p][:, None] + comm).max(axis=0)
-        if pinned[v] >= 0:
-            where = np.array([pinned[v]])
+            p = self.preds[a:b]
+            pd = self.dev[p]
+            comm = np.where(self.pbytes[a:b, None] > 0, self.lat[pd] + self.pbytes[a:b, None] / self.bw[pd], 0.0)
+            self.ready_at[v] = (self.finish[p][:, None] + comm).max(axis=0)
+        if self.pinned[v] >= 0:
+            where = np.array([self.pinned[v]])
         else:
-            where = np.flatnonzero(mask[v])
-            fp = parent[v]
-            if fp >= 0 and dev[fp] >= 0 and mask[v, dev[fp]]:
-                where = np.array([dev[fp]])
-        fits = where[used[where] + need[v] <= cap[where]]
+            where = np.flatnonzero(self.mask[v])
+            fp = self.parent[v]
+            if fp >= 0 and self.dev[fp] >= 0 and self.mask[v, self.dev[fp]]:
+                where = np.array([self.dev[fp]])
+        fits = where[self.used[where] + self.need[v] <= self.cap[where]]
         if fits.size:
-            push(v, fits, False)
+            self.push(v, fits, False)
         else:
-            force_on_roomiest(v)
+            self.force_on_roomiest(v)
 
-    for v in np.flatnonzero(indeg == 0):
-        make_ready(int(v))
-    for _ in range(n):
+    def _head(self, d: int) -> bool:
+        """Drops stale entries from device d's heap; whether an op is left on top."""
+        h = self.heaps[d]
+        while h:
+            v = h[0][2]
+            if self.dev[v] >= 0 or (self.pinned[v] >= 0 and self.pinned[v] != d):
+                heapq.heappop(h)
+                continue
+            if not self.forced[v] and self.used[d] + self.need[v] > self.cap[d]:
+                heapq.heappop(h)
+                self.remaining[v] -= 1
+                if self.remaining[v] == 0:
+                    self.force_on_roomiest(v)
+                continue
+            return True
+        return False
+
+    def pick(self) -> tuple[int, float]:
+        """(device, start time) of the earliest-starting ready op."""
         best = None
-        for d in range(nd):
-            h = heaps[d]
-            while h:
-                v = h[0][2]
-                if dev[v] >= 0 or (pinned[v] >= 0 and pinned[v] != d):
-                    heapq.heappop(h)
-                    continue
-                if not forced[v] and used[d] + need[v] > cap[d]:
-                    heapq.heappop(h)
-                    remaining[v] -= 1
-                    if remaining[v] == 0:
-                        force_on_roomiest(v)
-                    continue
-                break
-            if h:
-                key = (max(free[d], h[0][0]), h[0][0], h[0][1], d)
+        for d in range(self.nd):
+            if self._head(d):
+                h = self.heaps[d]
+                key = (max(self.free[d], h[0][0]), h[0][0], h[0][1], d)
                 if best is None or key < best:
                     best = key
-        d = best[3]
-        v = heapq.heappop(heaps[d])[2]
-        dev[v] = d
-        start[v] = best[0]
-        finish[v] = start[v] + times[v, d]
-        free[d] = finish[v]
-        used[d] += need[v]
-        if sid[v] >= 0 and pinned[v] < 0:
-            members = sets[sid[v]]
-            pinned[members] = d
+        return best[3], best[0]
+
+    def assign(self, d: int, at: float) -> None:
+        """Runs the top op of device d's heap there from time `at`; readies its successors."""
+        v = heapq.heappop(self.heaps[d])[2]
+        self.dev[v] = d
+        self.start[v] = at
+        self.finish[v] = at + self.times[v, d]
+        self.free[d] = self.finish[v]
+        self.used[d] += self.need[v]
+        if self.sid[v] >= 0 and self.pinned[v] < 0:
+            members = self.sets[self.sid[v]]
+            self.pinned[members] = d
             for u in members:
-                if dev[u] < 0 and remaining[u] > 0:
-                    push(int(u), np.array([d]), True)
-        for w in succs[sstarts[v] : sstarts[v + 1]]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                make_ready(int(w))
-    return Schedule(dev, start, finish, float(finish.max()) if n else 0.0)
+                if self.dev[u] < 0 and self.remaining[u] > 0:
+                    self.push(int(u), np.array([d]), True)
+        for w in self.succs[self.sstarts[v] : self.sstarts[v + 1]]:
+            self.indeg[w] -= 1
+            if self.indeg[w] == 0:
+                self.make_ready(int(w))
 
 
 def _bottom_level(graph: OpGraph, w: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
