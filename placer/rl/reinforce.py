@@ -29,6 +29,17 @@ from placer.rl.problem import Problem
 MASKED = -1e9  # logit bias of a device a group cannot run on
 
 
+def seed_everything(seed: int) -> None:
+    """Seeds Python, numpy and TensorFlow and makes TF's kernels deterministic.
+
+    With this, two step-bounded searches of one seed in fresh processes on
+    one machine write the same best placement (op determinism trades some
+    kernel speed for run-to-run equal floating-point results).
+    """
+    keras.utils.set_random_seed(int(seed))
+    tf.config.experimental.enable_op_determinism()
+
+
 class Trainer:
     """Trains a policy on one problem and keeps the best placement.
 
