@@ -9,12 +9,15 @@ time from the step stats.
 
 Transfers: Grappler's scheduler inserts _Send/_Recv pairs between devices but
 gives them no cost (checked with TF 2.21: a 4 MiB tensor crosses for free).
-So each cross-device tensor is routed through a Snapshot op placed on a
+So each cross-device tensor is also copied by a Snapshot op placed on a
 virtual "link" device of the ordered device pair, whose memory bandwidth is
 twice the cluster's link bandwidth (Snapshot reads and writes the tensor):
 the copy takes bytes / bandwidth, transfers on one link run one at a time,
-and a tensor goes to each consuming device once. Link latency is not
-modelled. Reference, resource and variant tensors are not rerouted (their
+and a tensor goes to each consuming device once. The consumer waits for the
+copy through a control edge but keeps reading the original tensor: routing
+the data through the Snapshot hid constant values (a Reshape's shape) from
+Grappler's shape inference, so the ops after it lost their dimensions and
+were costed as nearly free (docs/measure.md). Link latency is not modelled. Reference, resource and variant tensors are not rerouted (their
 edges stay free; TF colocates reference consumers with their variable).
 
 Checks done before scheduling, since the virtual cluster itself would
@@ -134,7 +137,8 @@ class GrapplerMeasurer(tf_util.OneAtATime):
             if b is None:
                 continue
             b = int(devices[b])
-            for k, inp in enumerate(node.input):
+            waits: dict[str, None] = {}  # transfers this node waits for, in order
+            for inp in node.input:
                 if inp.startswith("^"):
                     continue
                 src, _, out = inp.partition(":")
@@ -152,5 +156,6 @@ class GrapplerMeasurer(tf_util.OneAtATime):
                     )
                     x.attr["T"].type = dtype
                     added.add(name)
-                node.input[k] = name
+                waits.setdefault(name, None)
+            node.input.extend(f"^{w}" for w in waits)
         return mg

@@ -147,3 +147,34 @@ def test_transfer_costs_bytes_over_link_bandwidth(bandwidth):
     assert split.bytes_moved == 4 * 1024 * 1024 + 8  # a, and the int32[2] reduction axes
     # the received copy of a is live on GPU:1 while b reads it
     assert split.peak_memory[1] >= 4 * 1024 * 1024
+
+
+def test_shape_tensor_from_another_device_keeps_the_matmul_cost():
+    """A Reshape whose shape constant sits on another device: the MatMul after it keeps its cost.
+
+    Routing the shape tensor through a transfer op hid its value from Grappler's
+    shape inference, so the Reshape's first dimension became unknown and the
+    64x4096 @ 4096x4096 MatMul (2.1 GFLOP) was costed as if it were far smaller.
+    """
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.random.uniform([64, 512, 8], name="x")
+        r = tf.reshape(x, tf.constant([-1, 4096], name="shape"), name="r")
+        w = tf.compat.v1.get_variable("w", [4096, 4096])
+        tf.reduce_sum(tf.matmul(r, w, name="y"), name="s")
+        tf.compat.v1.add_to_collection("train_op", g.get_operation_by_name("s"))
+    graph = extract.extract(g, name="reshape")
+    c = cluster_lib.make(
+        "t",
+        [cluster_lib.Device("/device:GPU:0", "GPU", 1 << 30), cluster_lib.Device("/device:GPU:1", "GPU", 1 << 30)],
+    )
+    m = GrapplerMeasurer(extract.metagraph_of(g), graph, c)
+    one = Placement.from_ops(graph, np.ones(graph.num_ops, int), c.device_names)
+    split = Placement.from_ops(graph, [0 if n == "shape" else 1 for n in graph.names], c.device_names)
+    same, apart = m.measure([one, split])
+    assert same.ok and apart.ok
+    # Everything but an 8-byte constant runs where it did: the step cannot get faster.
+    assert apart.step_time >= same.step_time
+    flops = 2 * 64 * 4096 * 4096
+    assert same.step_time >= flops / 4368e9  # the MatMul alone at the K80's peak
+    assert not apart.flagged, apart.flag
