@@ -41,6 +41,7 @@ from graphs import extract, tf_util
 from placer.core.cluster import Cluster
 from placer.core.measurement import ERROR, OOM, Measurement
 from placer.core.op_graph import OpGraph
+from placer.measure import cost_guard
 
 LINK_INDEX_BASE = 10000  # link devices are "/device:CPU:10000" and up.
 _LINK_GFLOPS = 1e9  # a link computes nothing; its copy is bandwidth-bound.
@@ -57,14 +58,20 @@ class GrapplerMeasurer(tf_util.OneAtATime):
       cluster: the devices to simulate.
     """
 
-    def __init__(self, metagraph, graph: OpGraph, cluster: Cluster, *, scale: float = tf_util.COST_SCALE):
+    def __init__(
+        self,
+        metagraph,
+        graph: OpGraph,
+        cluster: Cluster,
+        *,
+        scale: float = tf_util.COST_SCALE,
+        cost_tolerance: float = cost_guard.TOLERANCE,
+    ):
         self.metagraph = extract.metagraph_of(metagraph)
-        self.graph = graph
-        self.cluster = cluster
+        self.prepare(graph, cluster)
         self.scale = float(scale)
-        types = sorted({d.type for d in cluster.devices})
-        mask = extract.kernel_mask(graph, types)
-        self._runnable = mask[:, [types.index(d.type) for d in cluster.devices]]  # [n, D]
+        self.cost_tolerance = float(cost_tolerance)
+        self._unplaced: dict[int, np.ndarray] = {}  # device index -> [n_ops] seconds, whole graph there
         d = cluster.num_devices
         named = [tf_util.virtual_device(x.name, *tf_util.device_performance(x), self.scale) for x in cluster.devices]
         for i in range(d):
@@ -74,7 +81,6 @@ class GrapplerMeasurer(tf_util.OneAtATime):
                     named.append(tf_util.virtual_device(self._link(i, j), _LINK_GFLOPS, bw, self.scale))
         self._vc = tf_util.grappler_cluster(named)
         self._pos = {n: i for i, n in enumerate(cluster.device_names)}
-        self._index = graph.index()
         # Tensors whose data a transfer copies: "op:k" -> dtype enum.
         self._movable: dict[str, int] = {}
         for op in extract.to_tf_graph(self.metagraph).get_operations():
@@ -89,15 +95,15 @@ class GrapplerMeasurer(tf_util.OneAtATime):
     def measure_devices(self, devices: np.ndarray) -> Measurement:
         """Measures one placement given as [n_ops] device indices into the cluster."""
         devices = np.asarray(devices, dtype=np.int64)
-        failed = tf_util.cannot_run(self.graph, self.cluster.devices, self._runnable, devices)
+        failed = self.cannot_run(devices)
         if failed is not None:
             return failed
         d = self.cluster.num_devices
-        mg = self.placed(devices)
         try:
-            item = gitem.Item(mg, ignore_colocation=True)
-            _, run_time, step_stats = self._vc.MeasureCosts(item)
+            item = gitem.Item(self.placed(devices), ignore_colocation=True)
+            op_perfs, run_time, step_stats = self._vc.MeasureCosts(item)
             peaks = self._vc.DeterminePeakMemoryUsage(item)
+            flag = self._cost_flag(devices, op_perfs)
         except tf.errors.ResourceExhaustedError as e:
             return Measurement.failed(OOM, tf_util.error_line(e), d)
         except (tf.errors.OpError, ValueError, RuntimeError) as e:
@@ -124,8 +130,34 @@ class GrapplerMeasurer(tf_util.OneAtATime):
                 peak,
                 busy,
                 moved,
+                flag,
             )
-        return Measurement(step_time=float(run_time) / self.scale, peak_memory=peak, busy_time=busy, bytes_moved=moved)
+        return Measurement(float(run_time) / self.scale, None, "", peak, busy, moved, flag)
+
+    def op_seconds(self, op_perfs) -> np.ndarray:
+        """[n_ops] seconds per op from Grappler's OpPerformance list (NaN for ops it did not cost)."""
+        out = np.full(self.graph.num_ops, np.nan)
+        for p in op_perfs:
+            i = self._index.get(p.node)
+            if i is not None:
+                out[i] = p.compute_cost * 1e-9 / self.scale  # ns on a device `scale` times slower
+        return out
+
+    def unplaced_seconds(self, device: int) -> np.ndarray:
+        """[n_ops] seconds per op with the whole graph on cluster device `device` (cached)."""
+        if device not in self._unplaced:
+            mg = tf_util.single_device_metagraph(self.metagraph, self.cluster.device_names[device])
+            op_perfs, _, _ = self._vc.MeasureCosts(gitem.Item(mg, ignore_colocation=True))
+            self._unplaced[device] = self.op_seconds(op_perfs)
+        return self._unplaced[device]
+
+    def _cost_flag(self, devices: np.ndarray, op_perfs) -> str:
+        ref = np.full(self.graph.num_ops, np.nan)
+        for k in np.unique(devices).tolist():
+            on = devices == k
+            ref[on] = self.unplaced_seconds(int(k))[on]
+        names = self.cluster.device_names
+        return cost_guard.cost_flag(self.graph, devices, names, self.op_seconds(op_perfs), ref, self.cost_tolerance)
 
     def placed(self, devices: np.ndarray):
         """The MetaGraphDef Grappler schedules: devices set, transfers routed via links."""
