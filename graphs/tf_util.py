@@ -23,6 +23,7 @@ from tensorflow.core.protobuf import device_properties_pb2, meta_graph_pb2
 from tensorflow.python.grappler import cluster as gcluster
 
 from graphs import extract
+from placer.core import colocation
 from placer.core.cluster import Cluster, Device
 from placer.core.measurement import ERROR, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
@@ -139,14 +140,12 @@ def short_device_name(name: str) -> str:
 
 def colocation_violation(graph: OpGraph, devices: np.ndarray) -> str | None:
     """Returns a message if ops sharing a colocation key sit on different devices."""
-    seen: dict[str, int] = {}
-    for i, key in enumerate(graph.colocation):
-        if not key:
-            continue
-        d = int(devices[i])
-        if seen.setdefault(key, d) != d:
-            return f"colocation: op {graph.names[i]!r} of colocation group {key!r} is on another device than the group"
-    return None
+    breaks = colocation.colocation_breaks(graph, devices)
+    if not breaks:
+        return None
+    i, first = breaks[0]
+    key = graph.colocation[i]
+    return f"colocation: op {graph.names[i]!r} of colocation group {key!r} is on another device than the group"
 
 
 class OneAtATime:
