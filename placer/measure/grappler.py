@@ -71,7 +71,9 @@ class GrapplerMeasurer(tf_util.OneAtATime):
         self.prepare(graph, cluster)
         self.scale = float(scale)
         self.cost_tolerance = float(cost_tolerance)
-        self._unplaced: dict[int, np.ndarray] = {}  # device index -> [n_ops] seconds, whole graph there
+        # [n_ops] seconds per op with the whole graph on one device, by device (peak, bandwidth).
+        self._unplaced: dict[tuple[str, float, float], np.ndarray] = {}
+        self.last_op_seconds: np.ndarray | None = None  # [n_ops] seconds per op of the last measurement
         d = cluster.num_devices
         named = [tf_util.virtual_device(x.name, *tf_util.device_performance(x), self.scale) for x in cluster.devices]
         for i in range(d):
@@ -145,19 +147,26 @@ class GrapplerMeasurer(tf_util.OneAtATime):
 
     def unplaced_seconds(self, device: int) -> np.ndarray:
         """[n_ops] seconds per op with the whole graph on cluster device `device` (cached)."""
-        if device not in self._unplaced:
-            mg = tf_util.single_device_metagraph(self.metagraph, self.cluster.device_names[device])
+        dev = self.cluster.devices[device]
+        key = (dev.type, *tf_util.device_performance(dev))
+        if key not in self._unplaced:
+            mg = tf_util.single_device_metagraph(self.metagraph, dev.name)
             op_perfs, _, _ = self._vc.MeasureCosts(gitem.Item(mg, ignore_colocation=True))
-            self._unplaced[device] = self.op_seconds(op_perfs)
-        return self._unplaced[device]
+            self._unplaced[key] = self.op_seconds(op_perfs)
+        return self._unplaced[key]
 
-    def _cost_flag(self, devices: np.ndarray, op_perfs) -> str:
+    def unplaced_for(self, devices: np.ndarray) -> np.ndarray:
+        """[n_ops] seconds of each op on its device of a placement, with the whole graph there."""
         ref = np.full(self.graph.num_ops, np.nan)
         for k in np.unique(devices).tolist():
             on = devices == k
             ref[on] = self.unplaced_seconds(int(k))[on]
-        names = self.cluster.device_names
-        return cost_guard.cost_flag(self.graph, devices, names, self.op_seconds(op_perfs), ref, self.cost_tolerance)
+        return ref
+
+    def _cost_flag(self, devices: np.ndarray, op_perfs) -> str:
+        ref = self.unplaced_for(devices)
+        self.last_op_seconds = placed = self.op_seconds(op_perfs)
+        return cost_guard.cost_flag(self.graph, devices, self.cluster.device_names, placed, ref, self.cost_tolerance)
 
     def placed(self, devices: np.ndarray):
         """The MetaGraphDef Grappler schedules: devices set, transfers routed via links."""
