@@ -28,7 +28,9 @@ happily run anything anywhere:
 and after: a device's peak memory over its `memory_bytes` -> OOM (the virtual
 devices have unlimited memory so the peak is known even then). Grappler
 errors (ResourceExhausted -> OOM, others -> ERROR) are caught; measuring never
-raises for a placement that merely cannot run.
+raises for a placement that merely cannot run. A measurement in which some op
+costs over `cost_tolerance` less than with the whole graph on its device is
+flagged (Measurement.flag; placer/measure/cost_guard.py).
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ class GrapplerMeasurer(tf_util.OneAtATime):
         "train_op" collection is one training step.
       graph: the OpGraph extracted from it.
       cluster: the devices to simulate.
+      scale: virtual devices run this many times slower than the cluster's
+        (Grappler's whole-microsecond times then resolve nanoseconds).
+      cost_tolerance: a measurement is flagged when an op costs more than
+        this fraction less than with the whole graph on its device
+        (placer/measure/cost_guard.py).
     """
 
     def __init__(
