@@ -164,9 +164,9 @@ def place(graph: OpGraph, cluster: Cluster, *, seed=None, strategy: str | None =
       cluster: the target cluster.
       seed: Scotch random seed (0 if None).
       strategy: optional Scotch mapping strategy string.
-      **options: none others.
+      **options: none others; any other raises InputError.
     """
-    del options
+    common.refuse_options("scotch", options, ("strategy",))
     targets = list(range(cluster.num_devices))
     dev = scotch_map(graph, cluster, targets, seed=seed, strategy=strategy)
     return common.finish(graph, cluster, dev, "scotch", seed=seed)
