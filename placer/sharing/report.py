@@ -56,6 +56,35 @@ class JobCurve:
     error: str = ""
 
 
+LOSSES = ("mean", "best", "baseline")  # what a search reports to its allocator as its loss
+
+
+def search_loss(kind: str, mean_loss: float, best_step_time: float, baseline: float | None) -> float:
+    """A search iteration's loss for the allocator, in sqrt seconds (lower is better).
+
+    Args:
+      kind: "mean": mean sqrt step time of the iteration's samples (failed ones at the
+        failing step time); "best": sqrt of the best step time so far; "baseline": minus
+        the REINFORCE moving-average reward baseline (a smoothed mean sqrt step time).
+      mean_loss: the iteration's mean sqrt step time, s^0.5.
+      best_step_time: best step time so far, seconds (inf while none ran).
+      baseline: the trainer's reward baseline (a negative sqrt step time), or None before it exists.
+
+    Returns:
+      The loss; "best" and "baseline" fall back to mean_loss while they are undefined.
+
+    >>> search_loss("best", 3.0, 4.0, -2.5), search_loss("baseline", 3.0, 4.0, -2.5)
+    (2.0, 2.5)
+    """
+    if kind == "best" and math.isfinite(best_step_time):
+        return math.sqrt(best_step_time)
+    if kind == "baseline" and baseline is not None and math.isfinite(baseline) and baseline < 0:
+        return -baseline
+    if kind not in LOSSES:
+        raise ValueError(f"unknown loss {kind!r} (valid: {', '.join(LOSSES)})")
+    return mean_loss
+
+
 def smooth(losses, window: int = SMOOTH) -> np.ndarray:
     """[n] trailing mean of the last `window` losses (fewer at the start).
 
@@ -190,6 +219,24 @@ def format_table(summary: dict) -> str:
     for j in summary["jobs"]:
         if j["status"] == "failed":
             lines.append(f"{j['name']} failed: {j['error']}")
+    return "\n".join(lines)
+
+
+def compare_to_fair(summaries: dict[str, dict]) -> str:
+    """One line per allocator against the work-conserving fair share: mean seconds to 90%
+    and average quality, with the signed change in time (negative: sooner than fair)."""
+    fair = summaries["fair"]
+    f90 = fair["mean_time_to"]["90%"]
+    lines = []
+    for name, s in summaries.items():
+        if name == "fair":
+            continue
+        t90 = s["mean_time_to"]["90%"]
+        change = f"{t90 / f90 - 1:+.1%}" if t90 is not None and f90 else "-"
+        lines.append(
+            f"{name} vs fair: mean seconds to 90% {_fmt(t90)} vs {_fmt(f90)} ({change}); "
+            f"average normalised quality {_fmt(s['average_quality'], '.3f')} vs {_fmt(fair['average_quality'], '.3f')}"
+        )
     return "\n".join(lines)
 
 

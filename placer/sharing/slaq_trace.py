@@ -201,7 +201,7 @@ def simulate_sharing(
 
     Args:
       jobs: the trace.
-      allocator: SlaqAllocator, FairAllocator, or anything with allocate(jobs, num_slots).
+      allocator: anything with allocate(jobs, num_slots), e.g. from allocators.make_allocator.
       num_slots: slots in the pool.
       epoch_s: seconds between reallocations.
       horizon_s: seconds simulated.
@@ -223,7 +223,8 @@ def simulate_sharing(
         running = [i for i in range(n) if jobs[i].arrival_s <= t and not finished[i]]
         for i in running:
             if states[i] is None:
-                states[i] = JobState(jobs[i].job_id, max_slots=jobs[i].max_slots)
+                # The job's scaling as measured on its first iteration (seconds_1..seconds_M).
+                states[i] = JobState(jobs[i].job_id, max_slots=jobs[i].max_slots, profile=jobs[i].seconds[1])
                 states[i].report(0, jobs[i].losses[0])
         q = [(jobs[i].losses[0] - losses[i][-1]) / total[i] if total[i] > 0 else 1.0 for i in running]
         quality_t.append(t)

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from placer.core.errors import InputError
-from placer.sharing.slaq import FairAllocator, SlaqAllocator
+from placer.sharing.allocators import FairAllocator
+from placer.sharing.slaq import SlaqAllocator
 from placer.sharing.slaq_curves import fit_runtime
 from placer.sharing.slaq_trace import (
     TraceJob,
