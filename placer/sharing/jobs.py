@@ -119,6 +119,10 @@ def load_workload(path: str, *, load_models: bool = True) -> Workload:
     Raises:
       InputError: naming the file, job and field of the first problem.
     """
+    file = path.split(":", 1)[0]
+    if not file.endswith(".py"):
+        hint = "; replay a trace CSV with --trace" if file.endswith(".csv") else ""
+        raise InputError(f"{file}: a jobs file is a Python config file (.py){hint}")
     root = configs_util.load_config(path)
     top = _as_dict(root, path)
     for key in top:

@@ -331,7 +331,7 @@ def run_search(
     *,
     slots: int,
     epoch_s: float,
-    policy: str,
+    policy: str | list[str],
     workdir: str,
     engine_factory: Callable,
     normalise: str = "max_change",
@@ -345,7 +345,7 @@ def run_search(
       work: the checked jobs file.
       slots: slots in the pool (> 0).
       epoch_s: seconds between reallocations (> 0).
-      policy: an allocator name (placer.sharing.allocators.ALLOCATORS) or "both".
+      policy: an allocator name (placer.sharing.allocators.ALLOCATORS), a list of them, or "both".
       workdir: output folder; each policy writes into workdir/<policy>/.
       engine_factory: engine_factory(slots) -> Engine; a fresh engine per policy.
       normalise: SLAQ's normaliser ("max_change" or "fitted_total", see placer.sharing.slaq).
@@ -365,7 +365,7 @@ def run_search(
         raise InputError(f"--epoch_s must be positive, got {epoch_s}")
     if loss not in search_report.LOSSES:
         raise InputError(f"unknown loss {loss!r} (valid: {', '.join(search_report.LOSSES)})")
-    policies = list(BOTH) if policy == "both" else [policy]
+    policies = list(BOTH) if policy == "both" else ([policy] if isinstance(policy, str) else list(policy))
     for p in policies:
         make_allocator(p, epoch_s, normalise, objective)
     check_workdir(workdir, policies)
