@@ -58,6 +58,7 @@ from placer.sharing.slaq_curves import CurveFit, RuntimeModel
 _RUNTIME_WINDOW = 50  # most recent (slots, seconds) observations behind the runtime model (our choice)
 DEFAULT_EPOCH_S = 5.0  # seconds between reallocations, everywhere (SLAQ reallocates every few seconds)
 ERROR_EPOCHS = 5  # epochs behind a job's running prediction error (our choice)
+PROFILE_TOLERANCE = 0.02  # slot counts within 2% of a profile's fastest count as no faster (our choice)
 
 
 class JobState:
@@ -139,10 +140,12 @@ class JobState:
 
     @property
     def cap(self) -> float:
-        """Most slots worth giving: max_slots, and never past the fastest slot count of the profile."""
+        """Most slots worth giving: max_slots, and no more than the fewest slots whose measured
+        seconds per iteration are within PROFILE_TOLERANCE of the profile's fastest."""
         cap = float(self.max_slots) if self.max_slots else math.inf
         if self.profile is not None:
-            cap = min(cap, float(np.argmin(self.profile) + 1))
+            fast = self.profile <= (1.0 + PROFILE_TOLERANCE) * self.profile.min()
+            cap = min(cap, float(np.argmax(fast) + 1))
         return cap
 
     @property
