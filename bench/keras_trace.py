@@ -63,7 +63,13 @@ def make_model(kind: str, tf):
     if kind == "mlp":
         layers = [k.Input((20,)), k.Dense(256, activation="relu"), k.Dense(256, activation="relu"), k.Dense(2)]
     elif kind == "cnn":
-        layers = [k.Input((64, 1)), k.Conv1D(16, 5, activation="relu"), k.Conv1D(16, 5, activation="relu"), k.GlobalAveragePooling1D(), k.Dense(4)]
+        layers = [
+            k.Input((64, 1)),
+            k.Conv1D(16, 5, activation="relu"),
+            k.Conv1D(16, 5, activation="relu"),
+            k.GlobalAveragePooling1D(),
+            k.Dense(4),
+        ]
     else:
         layers = [k.Input((24, 1)), k.LSTM(32), k.Dense(2)]
     return tf.keras.Sequential(layers)
