@@ -37,14 +37,11 @@ def check_placement(placement: Placement, graph, cluster, source: str) -> np.nda
       [n_ops] device indices into the cluster's devices.
 
     Raises:
-      InputError: another graph (fingerprint), the wrong number of ops, or a
-        device missing from the cluster.
+      InputError: ops the graph lacks or graph ops the placement lacks
+        (matched by name), another graph (fingerprint), or a device missing
+        from the cluster.
     """
-    if len(placement.devices) != graph.num_ops:
-        raise InputError(
-            f"{source}: field 'ops' has {len(placement.devices)} entries, graph {graph.name!r} has {graph.num_ops} ops"
-        )
-    placement.check_graph(graph, source)
+    placement = placement.for_graph(graph, source)
     pos = {n: i for i, n in enumerate(cluster.device_names)}
     used = sorted({placement.device_names[d] for d in np.unique(placement.devices)})
     for name in used:
@@ -80,7 +77,7 @@ def main(argv: list[str]) -> None:
     loaded = _load_graph(cluster, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
     if _PLACEMENT.value:
-        placement = Placement.load(_PLACEMENT.value)
+        placement = Placement.load(_PLACEMENT.value).for_graph(graph, _PLACEMENT.value)
         devices = check_placement(placement, graph, cluster, _PLACEMENT.value)
     else:
         from baselines import registry as baselines  # noqa: PLC0415

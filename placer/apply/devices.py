@@ -160,17 +160,7 @@ def validate(
         on different devices; ops on a device type that has no kernel for
         them. Each message names the first few offenders.
     """
-    ops, graph_ops = set(placement.op_names), set(graph.names)
-    extra = [n for n in placement.op_names if n not in graph_ops]
-    missing = [n for n in graph.names if n not in ops]
-    if extra or missing:
-        parts = []
-        if extra:
-            parts.append(f"{len(extra)} ops missing from graph {graph.name!r}: {_names(extra)}")
-        if missing:
-            parts.append(f"{len(missing)} graph ops missing from the placement: {_names(missing)}")
-        raise InputError(f"{source}: {'; '.join(parts)}")
-    placement.check_graph(graph, source)
+    placement.for_graph(graph, source)
     if device_map:
         parse_device_map(",".join(f"{k}={v}" for k, v in device_map.items()), known=placement.device_names)
     where = op_devices(placement, device_map)

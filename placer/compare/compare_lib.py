@@ -98,14 +98,10 @@ def on_cluster(placement: Placement, graph: OpGraph, cluster: Cluster, source: s
       The same placement with device indices into `cluster.device_names`.
 
     Raises:
-      InputError: another graph (fingerprint or op count), or a device the
+      InputError: ops missing from either side, another graph (fingerprint), or a device the
         cluster does not have.
     """
-    if len(placement.devices) != graph.num_ops:
-        raise InputError(
-            f"{source}: field 'ops' has {len(placement.devices)} entries, graph {graph.name!r} has {graph.num_ops} ops"
-        )
-    placement.check_graph(graph, source)
+    placement = placement.for_graph(graph, source)
     pos = {n: i for i, n in enumerate(cluster.device_names)}
     for d in np.unique(placement.devices):
         name = placement.device_names[int(d)]
