@@ -22,6 +22,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from placer import cli
+from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
@@ -35,6 +36,7 @@ _MEASURE = flags.DEFINE_string("measure", "sim", "Backend: sim | grappler | sess
 _METHODS = flags.DEFINE_string("methods", "all", "'all' or comma-separated baseline names (baselines/registry).")
 _PLACEMENTS = flags.DEFINE_list("placements", [], "Placement JSON files to compare too (e.g. the RL result).")
 _OUT = flags.DEFINE_string("out", None, "Folder for table.md, table.csv, step_times.png, timeline_<method>.png.")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out folder.")
 _TIMELINE = flags.DEFINE_string("timeline", None, "Row whose simulated schedule is drawn (default: the fastest).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every baseline.")
 
@@ -73,6 +75,8 @@ def main(argv: list[str]) -> None:
     methods, strict = parse_methods(_METHODS.value)
     if _TIMELINE.value and not _OUT.value:
         raise InputError("--timeline needs --out")
+    if _OUT.value:
+        atomic.check_output_dir(_OUT.value, "out", overwrite=_OVERWRITE.value)
     if _MEASURE.value not in registry.KINDS:
         raise InputError(f"--measure: unknown kind {_MEASURE.value!r} (valid: {', '.join(registry.KINDS)})")
     config = _CONFIG.value
@@ -99,11 +103,16 @@ def main(argv: list[str]) -> None:
     )
     print(compare_lib.terminal_text(rows, cluster.device_names), end="")
     if _OUT.value:
-        write_outputs(_OUT.value, rows, graph, cluster, measurer, _TIMELINE.value)
+        with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value) as folder:
+            written = write_outputs(folder, rows, graph, cluster, measurer, _TIMELINE.value)
+        print(f"wrote {', '.join(os.path.join(_OUT.value, w) for w in written)}")
 
 
-def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None) -> None:
+def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None) -> list[str]:
     """Writes table.md, table.csv, step_times.png and timeline_<method>.png into `out`.
+
+    Returns:
+      The names of the files written.
 
     Raises:
       InputError: --timeline names no row, or a row that has no placement.
@@ -132,7 +141,7 @@ def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None
         name = f"timeline_{file_safe(row.method)}.png"
         plots.plot_timeline(result, graph, cluster, os.path.join(out, name), title=f"{row.method}: {title}")
         written.append(name)
-    print(f"wrote {', '.join(os.path.join(out, w) for w in written)}")
+    return written
 
 
 def run() -> None:

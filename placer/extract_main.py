@@ -20,7 +20,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from placer import cli
-from placer.core import grouping, io
+from placer.core import atomic, grouping, io
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
@@ -29,9 +29,13 @@ _NAME = flags.DEFINE_string("name", None, "Graph name for --metagraph (default: 
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file (graphs/io format): no extraction, just grouping.")
 _OUT = flags.DEFINE_string("out", None, "Write the extracted graph here as graph JSON (.gz = gzip).")
 _TARGET = flags.DEFINE_integer(
-    "target_groups", None, "Coarsen to at most this many groups (0 = none; default: the config's, else 256)."
+    "target_groups",
+    None,
+    "Coarsen to at most this many groups (0 = none; default: the config's, else 256).",
+    lower_bound=0,
 )
-_TOP = flags.DEFINE_integer("top_types", 10, "How many of the most common op types to print.")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out file.")
+_TOP = flags.DEFINE_integer("top_types", 10, "How many of the most common op types to print.", lower_bound=0)
 
 
 def _load_graph():
@@ -67,6 +71,8 @@ def _load_graph():
 
 def main(argv: list[str]) -> None:
     del argv
+    if _OUT.value:
+        atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value)
     graph, options, extract_s = _load_graph()
     start = time.perf_counter()
     options.setdefault("target_groups", 256)

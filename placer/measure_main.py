@@ -18,6 +18,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from placer import cli
+from placer.core import atomic
 from placer.core.errors import InputError
 from placer.core.placement import Placement
 
@@ -28,6 +29,7 @@ _PLACEMENT = flags.DEFINE_string("placement", None, "Placement JSON file (docs/f
 _BASELINE = flags.DEFINE_string("baseline", None, "Instead of --placement: a baseline method (baselines/registry).")
 _MEASURE = flags.DEFINE_string("measure", "sim", "Backend: sim | grappler | session.")
 _TRACE = flags.DEFINE_string("trace", None, "Write a Chrome trace of the simulated step here (--measure=sim).")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --trace file.")
 
 
 def check_placement(placement: Placement, graph, cluster, source: str) -> np.ndarray:
@@ -73,6 +75,8 @@ def main(argv: list[str]) -> None:
         raise InputError(f"--measure: unknown kind {_MEASURE.value!r} (valid: {', '.join(registry.KINDS)})")
     if _TRACE.value and _MEASURE.value != "sim":
         raise InputError("--trace needs --measure=sim")
+    if _TRACE.value:
+        atomic.check_output_file(_TRACE.value, "trace", overwrite=_OVERWRITE.value)
     cluster = cli.load_cluster(_CLUSTER.value)
     loaded = _load_graph(cluster, need_model=_MEASURE.value != "sim")
     graph = loaded.graph

@@ -32,8 +32,10 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
 
 def main(argv):
     del argv
+    from placer.core import atomic  # noqa: PLC0415
     from placer.sharing import jobs as search_jobs  # noqa: PLC0415
 
+    atomic.check_output_dir(_WORKDIR.value, "workdir", reuse=True)
     work = search_jobs.load_workload(_JOBS.value)  # every error here comes before anything starts
     options = {
         "measure_timeout_s": work.measure_timeout_s,
