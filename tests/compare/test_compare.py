@@ -236,3 +236,25 @@ def test_table1_readme_section_replaced_in_place(tmp_path):
     text = path.read_text()
     assert text.startswith("# Title\n\nintro\n\n<!-- table1 -->\n## Reproduction (Table 1 shape)")
     assert "second" in text and "first" not in text and text.count("<!-- table1 -->") == 1
+
+
+def test_cli_out_is_replaced_as_one_set_only_with_overwrite(tmp_path):
+    cluster = f"--cluster={write_cluster(tmp_path, 10**9)}"
+    first = run(tmp_path, cluster, "--methods=single_cpu,scotch", f"--out={tmp_path / 'o'}", "--timeline=single_cpu")
+    assert first.returncode == 0, first.stderr
+    before = {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()}
+    again = run(tmp_path, cluster, "--methods=single_cpu,scotch", f"--out={tmp_path / 'o'}", "--timeline=scotch")
+    expect_error(again, "--out", "--overwrite")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()} == before
+    replaced = run(
+        tmp_path, cluster, "--methods=single_cpu,scotch", f"--out={tmp_path / 'o'}", "--timeline=scotch", "--overwrite"
+    )
+    assert replaced.returncode == 0, replaced.stderr
+    # The old timeline does not stay beside the new one, and no temporary folder is left.
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
+        "step_times.png",
+        "table.csv",
+        "table.md",
+        "timeline_scotch.png",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
