@@ -80,20 +80,25 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
       graph: cost-annotated OpGraph.
       cluster: the target cluster.
       placer_config: `config.placer` (its grouping section is used).
-      op_colors: [n_ops] device per op of a placement that must stay
-        expressible group by group (the warm start's), or None.
+      op_colors: [n_ops] device per op of a placement that should stay
+        expressible group by group (the warm start's), or None. Dropped
+        when keeping it would leave more groups than the grouping's
+        target: the graph is then grouped as placer-extract groups it.
 
     Returns:
       (Problem, placer.core.grouping.Grouping)
     """
     gc = placer_config.grouping
-    groups = grouping.group(
-        graph,
-        merge_single_consumer=gc.merge_single_consumer,
-        max_group_ops=gc.max_group_ops,
-        target_groups=gc.get("target_groups", 0),
-        op_colors=op_colors,
-    )
+    options = {
+        "merge_single_consumer": gc.merge_single_consumer,
+        "max_group_ops": gc.max_group_ops,
+        "target_groups": gc.get("target_groups", 0),
+    }
+    groups = grouping.group(graph, **options, op_colors=op_colors)
+    if op_colors is not None and options["target_groups"] and groups.num_groups > options["target_groups"]:
+        # The warm start's colours kept groups apart past the target (thousands of groups on a
+        # large graph): group as placer-extract does; the warm start imitates each group's device.
+        groups = grouping.group(graph, **options)
     feats = features.features(graph, groups)
     leader = np.asarray(groups.tie, np.int32)
     # A tie class can only go where all of its groups can run.
