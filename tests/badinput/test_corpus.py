@@ -1,5 +1,6 @@
 """The bad-input corpus: every hostile file is one line naming the file and field; some cases end to end."""
 
+import json
 import os
 
 import numpy as np
@@ -82,3 +83,26 @@ def test_placement_keys_in_any_order_give_the_same_devices():
     assert list(graph.names) == ["a", "b", "c"]
     np.testing.assert_array_equal(p.devices, [1, 0, 0])
     np.testing.assert_array_equal(p.groups, [0, 1, 2])
+
+
+def test_unicode_op_names_measured_end_to_end(tmp_path):
+    name = "注意/κλειδί 🙂"
+    g = cases.graph_with("ops.0.name", name)
+    g["edges"][0]["src"] = name
+    (tmp_path / "g.json").write_bytes(cases.as_json(g))
+    (tmp_path / "c.json").write_bytes(cases.as_json(cases.CLUSTER))
+    p = cases.placement({name: cases.DEVICES[1], "b": cases.DEVICES[1], "c": cases.DEVICES[1]})
+    p["graph"]["fingerprint"] = io.from_json(g).fingerprint()
+    (tmp_path / "p.json").write_bytes(cases.as_json(p))
+    out = runner.run_module(
+        "placer.measure_main",
+        f"--graph={tmp_path / 'g.json'}",
+        f"--cluster={tmp_path / 'c.json'}",
+        f"--placement={tmp_path / 'p.json'}",
+        f"--trace={tmp_path / 't.json'}",
+        cwd=str(tmp_path),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "step time: 6.0" in out.stdout  # 1 + 2 + 3 s on one GPU, no transfers
+    trace = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
+    assert name in json.dumps(trace, ensure_ascii=False)
