@@ -40,6 +40,8 @@ _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out fo
 _TIMELINE = flags.DEFINE_string("timeline", None, "Row whose simulated schedule is drawn (default: the fastest).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every baseline.")
 
+OUTPUTS = ("table.md", "table.csv", "step_times.png", "timeline_*.png")  # what --out holds
+
 
 def parse_methods(spec: str) -> tuple[list[str], bool]:
     """Returns (method names, strict) for --methods: 'all' is every registered baseline, not strict.
@@ -76,7 +78,7 @@ def main(argv: list[str]) -> None:
     if _TIMELINE.value and not _OUT.value:
         raise InputError("--timeline needs --out")
     if _OUT.value:
-        atomic.check_output_dir(_OUT.value, "out", overwrite=_OVERWRITE.value)
+        atomic.check_output_dir(_OUT.value, "out", overwrite=_OVERWRITE.value, owned=OUTPUTS)
     if _MEASURE.value not in registry.KINDS:
         raise InputError(f"--measure: unknown kind {_MEASURE.value!r} (valid: {', '.join(registry.KINDS)})")
     config = _CONFIG.value
@@ -103,7 +105,7 @@ def main(argv: list[str]) -> None:
     )
     print(compare_lib.terminal_text(rows, cluster.device_names), end="")
     if _OUT.value:
-        with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value) as folder:
+        with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value, owned=OUTPUTS) as folder:
             written = write_outputs(folder, rows, graph, cluster, measurer, _TIMELINE.value)
         print(f"wrote {', '.join(os.path.join(_OUT.value, w) for w in written)}")
 

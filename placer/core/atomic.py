@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO
 
 from placer.core.errors import InputError
@@ -72,7 +73,9 @@ def check_output_file(path: str, flag: str, *, overwrite: bool = False) -> None:
     _check_writable(os.path.dirname(os.path.abspath(path)), flag)
 
 
-def check_output_dir(path: str, flag: str, *, overwrite: bool = False, reuse: bool = False) -> None:
+def check_output_dir(
+    path: str, flag: str, *, overwrite: bool = False, reuse: bool = False, owned: Sequence[str] = ()
+) -> None:
     """Checks, before any work starts, that a folder of outputs can be written at `path`.
 
     Args:
@@ -80,15 +83,27 @@ def check_output_dir(path: str, flag: str, *, overwrite: bool = False, reuse: bo
       flag: the flag that named it, e.g. "out", for the message.
       overwrite: allow replacing an existing non-empty folder.
       reuse: allow writing into an existing folder (a workdir to resume).
+      owned: with `overwrite`, name patterns (fnmatch) of the files the
+        binary writes there; a folder holding anything else is refused, so
+        --overwrite never deletes a user's other files.
 
     Raises:
       InputError: one line naming the flag: `path` is a file, is a non-empty
-        folder (without `overwrite` or `reuse`), or cannot be made or written.
+        folder (without `overwrite` or `reuse`, or holding files not
+        `owned`), or cannot be made or written.
     """
     if os.path.lexists(path) and not os.path.isdir(path):
         raise InputError(f"--{flag}: {path} is a file, not a folder")
-    if os.path.isdir(path) and os.listdir(path) and not (overwrite or reuse):
+    held = sorted(os.listdir(path)) if os.path.isdir(path) else []
+    if held and not (overwrite or reuse):
         raise InputError(f"--{flag}: {path} exists and is not empty (give --overwrite to replace it)")
+    if held and overwrite and owned:
+        other = [n for n in held if not any(fnmatch.fnmatchcase(n, p) for p in owned)]
+        if other:
+            raise InputError(
+                f"--{flag}: {path} holds {other[0]!r}, not an output of this command; --overwrite replaces "
+                "only a folder of its own outputs"
+            )
     _check_writable(os.path.abspath(path), flag)
 
 
@@ -108,7 +123,7 @@ def _check_writable(folder: str, flag: str) -> None:
 
 
 @contextlib.contextmanager
-def folder_set(path: str, *, overwrite: bool = False, flag: str = "out") -> Iterator[str]:
+def folder_set(path: str, *, overwrite: bool = False, flag: str = "out", owned: Sequence[str] = ()) -> Iterator[str]:
     """Yields a temporary folder whose files replace `path` as one set on success.
 
     The new folder is renamed into place only after the body returns, so a
@@ -121,11 +136,13 @@ def folder_set(path: str, *, overwrite: bool = False, flag: str = "out") -> Iter
       overwrite: replace an existing folder; otherwise one that exists and
         is not empty is refused.
       flag: the flag that named `path`, for the message.
+      owned: name patterns of the files a folder to replace may hold (see
+        `check_output_dir`).
 
     Raises:
       InputError: `path` exists, is not empty, and `overwrite` is off.
     """
-    check_output_dir(path, flag, overwrite=overwrite)
+    check_output_dir(path, flag, overwrite=overwrite, owned=owned)
     final = os.path.abspath(path)
     parent = os.path.dirname(final)
     os.makedirs(parent, exist_ok=True)

@@ -66,3 +66,14 @@ def test_folder_set_keeps_the_old_set_when_writing_fails(tmp_path):
             raise RuntimeError("plot failed")
     assert (out / "table.md").read_text() == "old"
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_overwrite_refuses_a_folder_holding_other_files(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "table.md").write_text("old")
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="'notes.txt'"):
+        with atomic.folder_set(str(out), overwrite=True, owned=("table.md", "timeline_*.png")):
+            pass
+    assert sorted(os.listdir(out)) == ["notes.txt", "table.md"]
