@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import os
 
-from tests.badinput.cases import CLUSTER, GRAPH, Case, as_json, measure_argv, placement
+from tests.badinput.inputs import CLUSTER, GRAPH, Case, as_json, measure_argv, placement
 from tests.cli import run_module
 
 
