@@ -88,7 +88,8 @@ def main() -> int:
                 verdict = "not measured at full scale"
             verdicts.append(verdict)
             rss = f"{r['rss'] / 2**30:.2f}" if r["rss"] is not None else "?"
-            rows.append([name, f"{r['seconds']:.1f}", rss, r["exit"], verdict, r["last"][:100]])
+            last = f"stopped at the {args.timeout:.0f} s limit; last line: {r['last']}" if r["timed_out"] else r["last"]
+            rows.append([name, f"{r['seconds']:.1f}", rss, r["exit"], verdict, last[:100]])
             print(
                 f"{name}: {r['seconds']:.1f} s, {rss} GiB, exit {r['exit']}: {verdict} ({r['last'][:100]})", flush=True
             )
@@ -98,7 +99,8 @@ def main() -> int:
     body = (
         f"Commit {commit()}; a random layered DAG of {graph.num_ops:,} ops and {graph.num_edges:,} edges "
         f"(`bench/baselines.py`), on its 4-GPU cluster; one run of each binary in its own process, "
-        f"on a machine shared with other jobs.\n\n"
+        f"on a machine shared with other jobs; a binary still running after {args.timeout:.0f} s is stopped "
+        f"(exit -9).\n\n"
         f"Target: each within {LIMIT_S:.0f} s and {LIMIT_BYTES / 2**30:.0f} GiB of peak resident memory.\n\n{table}\n"
     )
     if not args.nowrite:
