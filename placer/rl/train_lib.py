@@ -77,6 +77,7 @@ def run(
     if tc.warm_start:  # deterministic, so a resumed search gets the same groups
         log(f"warm start: placing and measuring {tc.warm_start}")
         warm = best_baseline(graph, cluster, measurer, tc.warm_start, seed, log)
+    log(f"grouping {graph.num_ops} ops (target {config.placer.grouping.get('target_groups', 0)} groups)")
     problem, groups = problem_lib.make_problem(
         graph, cluster, config.placer, op_colors=None if warm is None else warm[1].devices
     )
