@@ -18,7 +18,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from placer.core import atomic
-from placer.core.errors import InputError
+from placer.core.errors import InputError, one_line
 from placer.core.placement import Placement
 from placer.rl import rl_math
 from placer.rl.policy import build_policy
@@ -218,8 +218,9 @@ class Trainer:
             self.baseline.assign(new_base)
             self.has_baseline.assign(True)
         ok = ~failed
-        if ok.any():
-            k = int(np.argmin(np.where(ok, times, np.inf)))
+        trusted = ok & ~np.array([m.flagged for m in results], dtype=bool)  # flagged: op costs collapsed
+        if trusted.any():
+            k = int(np.argmin(np.where(trusted, times, np.inf)))
             if times[k] < float(self.best_time.numpy()):
                 self.best_time.assign(times[k])
                 self.best_devices.assign(actions[k].astype(np.int32))
@@ -320,8 +321,16 @@ class Progress:
 
 
 def _read_history(path: str) -> list[dict]:
+    """The per-step statistics saved beside a checkpoint (written before it, so always there).
+
+    Raises:
+      InputError: the file is missing, unreadable, or not a JSON list of objects.
+    """
     try:
         with open(path) as f:
-            return list(json.load(f))
-    except (OSError, ValueError):
-        return []
+            history = json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: cannot resume, corrupt or missing history ({one_line(e)})") from None
+    if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
+        raise InputError(f"{path}: cannot resume, history is not a JSON list of objects")
+    return history

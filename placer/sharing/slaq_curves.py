@@ -280,7 +280,7 @@ def fit_curve(
 ) -> CurveFit:
     """Fits a job's loss history to the SLAQ convergence families.
 
-    Each family is fitted by weighted least squares (scipy.optimize.least_squares)
+    Each family is fitted by weighted least squares (scipy.optimize.leastsq, see `_fit_family`)
     over the last `window` points, a point `j` iterations older than the newest
     weighing `decay**j`; the family with the lowest weighted residual wins.
     With fewer than `min_points` points, a flat history, or no family fitting,
