@@ -41,7 +41,12 @@ def main(argv: list[str]) -> None:
         cluster, config=_CONFIG.value, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim"
     )
     graph = loaded.graph
-    placement = measure_lib.placement_of(graph, cluster, _PLACEMENT.value, _BASELINE.value)
+    if _PLACEMENT.value:
+        placement = measure_lib.load_placement(graph, cluster, _PLACEMENT.value)
+    else:
+        from baselines import registry as baselines  # noqa: PLC0415
+
+        placement = baselines.get(_BASELINE.value)(graph, cluster)
     measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model)
     m = measurer.measure([placement])[0]
     print("\n".join(measure_lib.report_lines(m, graph, cluster, _MEASURE.value)))

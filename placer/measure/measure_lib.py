@@ -27,19 +27,13 @@ def check_flags(kind: str, trace: bool, path: str | None, baseline: str | None) 
         raise InputError("--trace needs --measure=sim")
 
 
-def placement_of(graph: OpGraph, cluster: Cluster, path: str | None, baseline: str | None) -> Placement:
-    """The placement to measure: a file checked against the graph and cluster, or a baseline's.
+def load_placement(graph: OpGraph, cluster: Cluster, path: str) -> Placement:
+    """A placement file checked against the graph and re-indexed to the cluster's devices.
 
     Raises:
-      InputError: both or neither given, a file for another graph or cluster, an unknown baseline.
+      InputError: an unreadable file, or one made for another graph or cluster.
     """
-    if (path is None) == (baseline is None):
-        raise InputError("give exactly one of --placement and --baseline")
-    if path is not None:
-        return on_cluster(Placement.load(path), graph, cluster, path)
-    from baselines import registry as baselines  # noqa: PLC0415
-
-    return baselines.get(baseline)(graph, cluster)
+    return on_cluster(Placement.load(path), graph, cluster, path)
 
 
 def report_lines(m: Measurement, graph: OpGraph, cluster: Cluster, kind: str) -> list[str]:
