@@ -18,6 +18,7 @@ Run: .venv/bin/python -m bench.table1 [--rl_minutes 2] [--clusters k80x2,k80x4]
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import subprocess
@@ -198,6 +199,7 @@ def notes(results: list[dict]) -> str:
     return "\n".join(out)
 
 
+@functools.cache
 def _commit() -> str:
     """The checked-out commit (short hash, "+changes" when the tree differs from it)."""
     git = ["git", "-C", ROOT]
@@ -321,6 +323,7 @@ def main() -> None:
     parser.add_argument("--no_write", action="store_true", help="print the tables only")
     parser.add_argument("--memory_only", action="store_true", help="only where NMT runs out of one GPU's memory")
     args = parser.parse_args()
+    _commit()  # before this run writes BENCHMARKS.md and README.md
     if args.memory_only:
         note = nmt_memory_note()
         print(note)
