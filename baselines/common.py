@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from placer.core.cluster import Cluster
+from placer.core.colocation import colocation_sets
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
@@ -173,15 +174,6 @@ def merged_edges(graph: OpGraph, *, symmetric: bool = False) -> tuple[np.ndarray
     uniq, inv = np.unique(key, return_inverse=True)
     total = np.bincount(inv, weights=b, minlength=len(uniq)).astype(np.int64)
     return uniq // n, uniq % n, total
-
-
-def colocation_sets(graph: OpGraph) -> list[np.ndarray]:
-    """Returns the op index arrays of colocation keys shared by two ops or more."""
-    sets: dict[str, list[int]] = {}
-    for i, key in enumerate(graph.colocation):
-        if key:
-            sets.setdefault(key, []).append(i)
-    return [np.asarray(v, dtype=np.int64) for v in sets.values() if len(v) > 1]
 
 
 def legalize(graph: OpGraph, cluster: Cluster, devices: np.ndarray) -> np.ndarray:

@@ -3,13 +3,16 @@
 Shared by the binaries: a model config is built with TensorFlow, extracted,
 and given Grappler costs for the cluster's device types; a graph JSON file
 already carries its costs. Costed graphs are cached, keyed by the model
-config and the cluster's device properties, so a second run skips TF.
+config, the cluster's device properties, the code that costs it and the
+installed TensorFlow version (Grappler's cost model changes between
+releases), so a second run skips TF.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.metadata
 import json
 import os
 import time
@@ -44,10 +47,21 @@ _SOURCES = ("models", "graphs/extract.py", "graphs/costs.py", "graphs/tf_util.py
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def tensorflow_version() -> str:
+    """The installed TensorFlow distribution's version, read without importing TF ("" if none)."""
+    for dist in ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos"):
+        try:
+            return f"{dist}=={importlib.metadata.version(dist)}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return ""
+
+
 def _cache_key(model_config, cluster: Cluster) -> str:
     devices = sorted({(d.type, d.memory_bytes, d.speed, d.peak_gflops, d.memory_bandwidth) for d in cluster.devices})
     h = hashlib.sha256()
-    h.update(json.dumps({"model": model_config.to_dict(), "devices": devices}, sort_keys=True, default=str).encode())
+    key = {"model": model_config.to_dict(), "devices": devices, "tensorflow": tensorflow_version()}
+    h.update(json.dumps(key, sort_keys=True, default=str).encode())
     for source in _SOURCES:
         path = os.path.join(_ROOT, source)
         files = (

@@ -6,7 +6,9 @@
 
 Prints the step time (or the failure), the busy time and peak memory of each
 device, the bytes moved between devices, and the ratio of the step time to
-the lower bound of placer/measure/bounds.py. Bad input (a bad cluster spec,
+the lower bound of placer/measure/bounds.py, and a FLAGGED line when the
+backend costed some op under this placement over 10% below its unplaced
+cost (placer/measure/cost_guard.py). Bad input (a bad cluster spec,
 a placement for another graph or naming a device missing from the cluster)
 is one line "error: ..." on stderr and exit status 2.
 """

@@ -44,6 +44,8 @@ def report_lines(m: Measurement, graph: OpGraph, cluster: Cluster, kind: str) ->
         f"measure: {kind}",
         f"step time: {m.step_time:.6f} s" if m.ok else f"failed ({m.failure}): {m.message}",
     ]
+    if m.flagged:
+        lines.append(f"FLAGGED, step time not to be trusted: {m.flag}")
     for d, dev in enumerate(cluster.devices):
         busy = m.busy_time[d] if len(m.busy_time) > d else 0.0
         peak = m.peak_memory[d] if len(m.peak_memory) > d else 0.0

@@ -218,8 +218,9 @@ class Trainer:
             self.baseline.assign(new_base)
             self.has_baseline.assign(True)
         ok = ~failed
-        if ok.any():
-            k = int(np.argmin(np.where(ok, times, np.inf)))
+        trusted = ok & ~np.array([m.flagged for m in results], dtype=bool)  # flagged: op costs collapsed
+        if trusted.any():
+            k = int(np.argmin(np.where(trusted, times, np.inf)))
             if times[k] < float(self.best_time.numpy()):
                 self.best_time.assign(times[k])
                 self.best_devices.assign(actions[k].astype(np.int32))
