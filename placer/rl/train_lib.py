@@ -71,16 +71,18 @@ def run(
     """
     if steps <= 0:
         raise InputError(f"--steps must be positive, got {steps}")
-    config_common.check_placer_config(config.placer)
-    encoders.check(config.placer.policy.get("encoder", "bilstm"))
+    _check_options(config)
     check_fresh_workdir(workdir, resume, log)
     seed_everything(seed)
     t0 = time.time()
     cluster, graph, measurer = _load(config, graph_path)
+    log(f"{graph.name}: {graph.num_ops} ops loaded in {time.time() - t0:.1f} s")
     kind, tc = config.measure, config.placer.train
     warm = None
     if tc.warm_start:  # deterministic, so a resumed search gets the same groups
+        log(f"warm start: placing and measuring {tc.warm_start}")
         warm = best_baseline(graph, cluster, measurer, tc.warm_start, seed, log)
+    log(f"grouping {graph.num_ops} ops (target {config.placer.grouping.get('target_groups', 0)} groups)")
     problem, groups = problem_lib.make_problem(
         graph, cluster, config.placer, op_colors=None if warm is None else warm[1].devices
     )
@@ -88,11 +90,9 @@ def run(
         f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
         f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s"
     )
-    trainer = Trainer(
-        problem, measurer, config.placer, workdir, seed=seed, metadata={"cluster": cluster.name, "measure": kind}
-    )
-    start = trainer.restore() if resume else 0
-    imitation = None
+    metadata = {"cluster": cluster.name, "measure": kind}
+    trainer = Trainer(problem, measurer, config.placer, workdir, seed=seed, metadata=metadata)
+    start, imitation = trainer.restore() if resume else 0, None
     if resume and start >= steps:
         log(f"{workdir}: finished at step {start} (asked for {steps}); nothing to do, nothing changed")
         return _read_json(os.path.join(workdir, "summary.json"))
@@ -114,6 +114,12 @@ def run(
     atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
     _log_result(summary, last, log)
     return summary
+
+
+def _check_options(config) -> None:
+    """Checks the config's named choices (update rule, schedules, encoder) before any work."""
+    config_common.check_placer_config(config.placer)
+    encoders.check(config.placer.policy.get("encoder", "bilstm"))
 
 
 def _load(config, graph_path: str | None):
