@@ -30,6 +30,23 @@ from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
 
 
+def refuse_options(method: str, options: dict, valid: Sequence[str] = ()) -> None:
+    """Refuses options a baseline does not take, rather than ignoring them.
+
+    Args:
+      method: the baseline's registry name, for the message.
+      options: the `**options` the baseline was called with, beyond its own keywords.
+      valid: the baseline's own keyword options, listed in the message.
+
+    Raises:
+      InputError: `options` is not empty.
+    """
+    if options:
+        raise InputError(
+            f"{method} placement: unknown option {sorted(options)[0]!r} (valid: {', '.join(valid) or 'none'})"
+        )
+
+
 def device_types(cluster: Cluster) -> np.ndarray:
     """Returns [D] device type strings."""
     return np.array([d.type for d in cluster.devices], dtype=object)

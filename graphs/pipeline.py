@@ -75,6 +75,25 @@ def _cache_key(model_config, cluster: Cluster) -> str:
     return h.hexdigest()[:16]
 
 
+def require_costs(graph: OpGraph, cluster: Cluster, source: str) -> None:
+    """Checks that a graph read from a file has op costs for at least one of the cluster's device types.
+
+    Raises:
+      InputError: naming `source` and what is missing.
+    """
+    need = list(dict.fromkeys(d.type for d in cluster.devices))
+    if not graph.device_types or graph.compute_cost.size == 0:
+        raise InputError(
+            f"{source}: graph {graph.name!r} has no op costs (field 'device_types' is empty); "
+            f"write it with placer-extract --costs=grappler --cluster={cluster.name}"
+        )
+    if not set(need) & set(graph.device_types):
+        raise InputError(
+            f"{source}: graph {graph.name!r} has op costs for {', '.join(graph.device_types)}, none for the device "
+            f"types of cluster {cluster.name!r} ({', '.join(need)}); write it with placer-extract --cluster={cluster.name}"
+        )
+
+
 def load_graph(
     cluster: Cluster, *, config=None, graph_path: str | None = None, need_model: bool = False, use_cache: bool = True
 ) -> Loaded:
@@ -95,7 +114,9 @@ def load_graph(
     if (config is None) == (graph_path is None):
         raise InputError("give exactly one of --config and --graph")
     if graph_path is not None:
-        return Loaded(graph_io.load(graph_path), None, time.time() - t0)
+        graph = graph_io.load(graph_path)
+        require_costs(graph, cluster, graph_path)
+        return Loaded(graph, None, time.time() - t0)
     path = os.path.join(CACHE_DIR, f"{config.model.name}-{_cache_key(config.model, cluster)}.graph.json.gz")
     if use_cache and not need_model and os.path.exists(path):
         try:

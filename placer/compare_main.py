@@ -4,19 +4,18 @@
   placer-compare --graph=nmt.graph.json.gz --cluster=k80x2 --methods=single_gpu,expert,scotch \
       --placements=runs/nmt/best_placement.json --out=cmp/ --timeline=rl
 
-Prints the table (step time or failure such as OOM, speedup over the expert
-and single-GPU placements, ratio to the lower bound, place time, peak memory
-per device). With --out it writes table.md, table.csv, step_times.png and
-timeline_<method>.png (the simulated schedule of --timeline, default the
-fastest placement). Bad input (an unknown method, a placement file made for
+Prints the table (step time or failure such as OOM, speedup over the
+reference placement (--reference, default the expert's) and the single-GPU
+one, ratio to the lower bound, place time, peak memory per device), and why
+a speedup column is n/a. With --out it writes table.md, table.csv,
+step_times.png, timeline_<method>.png (the simulated schedule of --timeline,
+default the fastest placement) and placement_<method>.json for each baseline
+that placed the graph. Bad input (an unknown method, a placement file made for
 another graph, a GPU baseline on a cluster without GPU) is one line
 "error: ..." on stderr and exit status 2.
 """
 
 from __future__ import annotations
-
-import os
-import re
 
 from absl import flags
 from ml_collections import config_flags
@@ -37,40 +36,21 @@ _PLACEMENTS = flags.DEFINE_list("placements", [], "Placement JSON files to compa
 _OUT = flags.DEFINE_string("out", None, "Folder for table.md, table.csv, step_times.png, timeline_<method>.png.")
 _TIMELINE = flags.DEFINE_string("timeline", None, "Row whose simulated schedule is drawn (default: the fastest).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every baseline.")
-
-
-def parse_methods(spec: str) -> tuple[list[str], bool]:
-    """Returns (method names, strict) for --methods: 'all' is every registered baseline, not strict.
-
-    Raises:
-      InputError: an unknown name (the message lists the valid ones) or an empty list.
-    """
-    from baselines import registry  # noqa: PLC0415
-
-    if spec.strip() == "all":
-        return registry.names(), False
-    names = [m.strip() for m in spec.split(",") if m.strip()]
-    if not names and not _PLACEMENTS.value:
-        raise InputError(f"--methods: no method given (valid: all, {', '.join(registry.names())})")
-    for m in names:
-        if m not in registry.METHODS:
-            raise InputError(f"--methods: unknown method {m!r} (valid: all, {', '.join(registry.names())})")
-    return names, True
-
-
-def file_safe(name: str) -> str:
-    """A row name made safe for a file name."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+_REFERENCE = flags.DEFINE_string(
+    "reference",
+    None,
+    "Placement the 'vs' speedup column compares with: a baseline name (added to --methods if missing), "
+    "a row of --placements, or a placement JSON file (compared too); default: expert, when among --methods.",
+)
 
 
 def main(argv: list[str]) -> None:
     del argv
     from graphs import pipeline  # noqa: PLC0415
     from placer.compare import compare_lib  # noqa: PLC0415
-    from placer.core.placement import Placement  # noqa: PLC0415
     from placer.measure import registry  # noqa: PLC0415
 
-    methods, strict = parse_methods(_METHODS.value)
+    methods, strict = compare_lib.parse_methods(_METHODS.value, bool(_PLACEMENTS.value or _REFERENCE.value))
     if _TIMELINE.value and not _OUT.value:
         raise InputError("--timeline needs --out")
     if _MEASURE.value not in registry.KINDS:
@@ -80,59 +60,23 @@ def main(argv: list[str]) -> None:
         raise InputError("give exactly one of --config and --graph")
     spec = _CLUSTER.value or (config.get("cluster") if config is not None else None) or "k80x4"
     cluster = cli.load_cluster(spec)
-    given = [Placement.load(p) for p in _PLACEMENTS.value]
+    paths, methods = compare_lib.with_reference(_PLACEMENTS.value, methods, _REFERENCE.value)
+    given = compare_lib.load_placements(paths)
     loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
-    for path, p in zip(_PLACEMENTS.value, given, strict=True):
-        compare_lib.on_cluster(p, graph, cluster, path)  # fail on a wrong file before placing anything
-    taken = set(methods)
-    labels = []
-    for i, (path, p) in enumerate(zip(_PLACEMENTS.value, given, strict=True)):
-        base = p.metadata.get("method") or os.path.basename(path).split(".")[0]
-        labels.append(compare_lib.label(p.with_metadata(method=base), i, taken))
-        taken.add(labels[-1])
+    labels, reference = compare_lib.given_rows(paths, given, graph, cluster, methods, _REFERENCE.value)
     measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model)
-    rows = compare_lib.compare(graph, cluster, measurer, methods, given, seed=_SEED.value, strict=strict, labels=labels)
+    rows = compare_lib.compare(
+        graph, cluster, measurer, methods, given, seed=_SEED.value, strict=strict, labels=labels, reference=reference
+    )
     print(
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
         f"measure: {_MEASURE.value}"
     )
-    print(compare_lib.terminal_text(rows, cluster.device_names), end="")
+    print(compare_lib.terminal_text(rows, cluster.device_names, reference), end="")
     if _OUT.value:
-        write_outputs(_OUT.value, rows, graph, cluster, measurer, _TIMELINE.value)
-
-
-def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None) -> None:
-    """Writes table.md, table.csv, step_times.png and timeline_<method>.png into `out`.
-
-    Raises:
-      InputError: --timeline names no row, or a row that has no placement.
-    """
-    from placer.compare import (
-        compare_lib,  # noqa: PLC0415
-        plots,  # noqa: PLC0415
-    )
-    from placer.measure.simulator import Simulator  # noqa: PLC0415
-
-    by_name = {r.method: r for r in rows}
-    if timeline is not None and timeline not in by_name:
-        raise InputError(f"--timeline: no row named {timeline!r} (rows: {', '.join(by_name)})")
-    row = by_name[timeline] if timeline is not None else compare_lib.best(rows)
-    if row is not None and row.placement is None:
-        raise InputError(f"--timeline: {row.method!r} has no placement ({row.message})")
-    os.makedirs(out, exist_ok=True)
-    title = f"{graph.name} on {cluster.name}"
-    compare_lib.write_markdown(os.path.join(out, "table.md"), rows, cluster.device_names, title=title)
-    compare_lib.write_csv(os.path.join(out, "table.csv"), rows, cluster.device_names)
-    plots.plot_step_times(rows, os.path.join(out, "step_times.png"), title=title)
-    written = ["table.md", "table.csv", "step_times.png"]
-    if row is not None:
-        sim = measurer if isinstance(measurer, Simulator) else Simulator(graph, cluster)
-        result = sim.simulate(row.placement.devices, op_group=row.placement.groups, trace=True)
-        name = f"timeline_{file_safe(row.method)}.png"
-        plots.plot_timeline(result, graph, cluster, os.path.join(out, name), title=f"{row.method}: {title}")
-        written.append(name)
-    print(f"wrote {', '.join(os.path.join(out, w) for w in written)}")
+        written = compare_lib.write_outputs(_OUT.value, rows, graph, cluster, measurer, _TIMELINE.value, reference)
+        print(f"wrote {', '.join(written)}")
 
 
 def run() -> None:

@@ -8,10 +8,14 @@ Example:
 from absl import flags
 from ml_collections import config_flags
 
+from configs import common
 from placer import cli
 
 _CONFIG = config_flags.DEFINE_config_file(
-    "config", None, "Model config file, e.g. configs/nmt.py or configs/nmt.py:tiny."
+    "config",
+    common.__file__,
+    "Model config file, e.g. configs/nmt.py or configs/nmt.py:tiny (default: configs/common.py, the search "
+    "settings without a model, for --graph); any field can be overridden, e.g. --config.placer.train.steps=10.",
 )
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file to place instead of the config's model.")
 _CLUSTER = flags.DEFINE_string("cluster", None, "Cluster preset or JSON file (default: the config's).")

@@ -15,6 +15,8 @@ LIGHT = [
     "placer.measure.bounds",
     "placer.sharing.slaq",
     "placer.sharing.slaq_curves",
+    "placer.sharing.allocators",
+    "placer.sharing.replay",
     "baselines.registry",
 ]
 

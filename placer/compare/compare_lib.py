@@ -9,37 +9,31 @@ single GPU.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
-import math
+import os
+import re
 import time
 from collections.abc import Sequence
 
-import numpy as np
-
 from baselines import registry
-from placer.core import atomic
+from placer.compare import tables
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.measurement import Measurer
 from placer.core.op_graph import OpGraph
-from placer.core.placement import Placement
+from placer.core.placement import Placement, on_cluster
 from placer.measure import bounds
 
-EXPERT = "expert"
-SINGLE_GPU = "single_gpu"
-NOT_APPLICABLE = "n/a"  # a baseline that cannot place this graph on this cluster (Row.failure)
-CSV_COLUMNS = (
-    "method",
-    "step_time_s",
-    "failure",
-    "speedup_vs_expert",
-    "speedup_vs_single_gpu",
-    "ratio_to_lower_bound",
-    "place_seconds",
-    "message",
+# Re-exported: callers use compare_lib for the whole comparison.
+EXPERT, SINGLE_GPU, NOT_APPLICABLE, CSV_COLUMNS = (
+    tables.EXPERT,
+    tables.SINGLE_GPU,
+    tables.NOT_APPLICABLE,
+    tables.CSV_COLUMNS,
 )
+notes, status = tables.notes, tables.status
+csv_text, markdown_text, terminal_text = tables.csv_text, tables.markdown_text, tables.terminal_text
+write_csv, write_markdown, memory_unit = tables.write_csv, tables.write_markdown, tables.memory_unit
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -51,8 +45,10 @@ class Row:
       step_time: seconds per training step; None when the placement failed.
       failure: None, a failure kind of placer.core.measurement ("oom", ...), or
         "n/a" when the baseline could not place this graph on this cluster.
-      speedup_vs_expert: expert step time / this step time (> 1 is faster);
-        None when either failed or the expert was not measured.
+      speedup_vs_reference: the reference row's step time / this step time
+        (> 1 is faster); None when either failed or the reference was not
+        measured. The reference is the expert placement unless `compare` was
+        given another.
       speedup_vs_single_gpu: the same against the single-GPU placement.
       ratio_to_lower_bound: step time / placer.measure.bounds.lower_bound (>= 1).
       peak_memory: peak bytes per device, in the cluster's device order.
@@ -65,7 +61,7 @@ class Row:
     method: str
     step_time: float | None
     failure: str | None
-    speedup_vs_expert: float | None
+    speedup_vs_reference: float | None
     speedup_vs_single_gpu: float | None
     ratio_to_lower_bound: float | None
     peak_memory: tuple[float, ...]
@@ -85,40 +81,6 @@ def speedup(reference: float | None, step_time: float | None) -> float | None:
     return reference / step_time
 
 
-def on_cluster(placement: Placement, graph: OpGraph, cluster: Cluster, source: str) -> Placement:
-    """Checks a given placement against the graph and re-indexes it to the cluster's devices.
-
-    Args:
-      placement: a loaded placement.
-      graph: the graph it must have been made for.
-      cluster: the cluster it is measured on.
-      source: file name or label used in error messages.
-
-    Returns:
-      The same placement with device indices into `cluster.device_names`.
-
-    Raises:
-      InputError: another graph (fingerprint or op count), or a device the
-        cluster does not have.
-    """
-    if len(placement.devices) != graph.num_ops:
-        raise InputError(
-            f"{source}: field 'ops' has {len(placement.devices)} entries, graph {graph.name!r} has {graph.num_ops} ops"
-        )
-    placement.check_graph(graph, source)
-    pos = {n: i for i, n in enumerate(cluster.device_names)}
-    for d in np.unique(placement.devices):
-        name = placement.device_names[int(d)]
-        if name not in pos:
-            raise InputError(
-                f"{source}: field 'devices' names {name!r}, not a device of cluster "
-                f"{cluster.name!r} ({', '.join(cluster.device_names)})"
-            )
-    remap = np.array([pos.get(n, 0) for n in placement.device_names], dtype=np.int64)
-    devices = remap[np.asarray(placement.devices, dtype=np.int64)]
-    return Placement.from_ops(graph, devices, cluster.device_names, groups=placement.groups, **placement.metadata)
-
-
 def label(placement: Placement, index: int, taken: set[str]) -> str:
     """A unique row name for a given placement: its metadata method, else "placement<index>"."""
     base = str(placement.metadata.get("method") or f"placement{index}")
@@ -126,6 +88,26 @@ def label(placement: Placement, index: int, taken: set[str]) -> str:
     while name in taken:
         name, k = f"{base}_{k}", k + 1
     return name
+
+
+def _place_baselines(
+    graph: OpGraph, cluster: Cluster, methods: Sequence[str], seed: int, strict: bool
+) -> list[tuple[str, Placement | None, float | None, str]]:
+    """(name, placement or None, place seconds, message) per baseline; see `compare`."""
+    for m in methods:
+        registry.get(m)  # unknown names fail before any work
+    out = []
+    for m in methods:
+        t0 = time.perf_counter()
+        try:
+            p = registry.place(m, graph, cluster, seed=seed)
+        except InputError as e:
+            if strict:
+                raise
+            out.append((m, None, None, str(e)))
+        else:
+            out.append((m, p, time.perf_counter() - t0, ""))
+    return out
 
 
 def compare(
@@ -138,6 +120,7 @@ def compare(
     seed: int = 0,
     strict: bool = True,
     labels: Sequence[str] | None = None,
+    reference: str = EXPERT,
 ) -> list[Row]:
     """Places `graph` with each baseline, measures them and the given placements.
 
@@ -147,84 +130,48 @@ def compare(
       measurer: the backend every placement is measured with.
       methods: baseline names from baselines.registry, in row order.
       extra_placements: placements of `graph` on `cluster` (e.g. the RL
-        result), checked with `on_cluster`; rows after the baselines.
+        result), checked with placer.core.placement.on_cluster; rows after the baselines.
       seed: passed to every baseline.
       strict: when False, a baseline that raises InputError (no expert rules
         for this graph, no GPU in the cluster) becomes an "n/a" row instead
         of an error.
       labels: row names for `extra_placements` (default: `label`).
+      reference: the row whose step time the `speedup_vs_reference` column
+        divides (a method or a given placement's row name).
 
     Returns:
-      One Row per method, then one per extra placement. Speedups are
-      relative to the "expert" and "single_gpu" rows when they are among the
-      methods and ran; otherwise those columns are None.
+      One Row per method, then one per extra placement. Speedups are relative
+      to the `reference` and "single_gpu" rows when they are among the rows
+      and ran; otherwise those columns are None (`notes` says why).
 
     Raises:
       InputError: an unknown method (the message lists the valid ones), a
         baseline that cannot run here (when strict), or a given placement of
         another graph.
     """
-    for m in methods:
-        registry.get(m)  # unknown names fail before any work
-    names: list[str] = []
-    placements: list[Placement | None] = []
-    seconds: list[float | None] = []
-    messages: list[str] = []
-    for m in methods:
-        t0 = time.perf_counter()
-        try:
-            p = registry.place(m, graph, cluster, seed=seed)
-        except InputError as e:
-            if strict:
-                raise
-            p, msg = None, str(e)
-        else:
-            msg = ""
-        names.append(m)
-        placements.append(p)
-        seconds.append(None if p is None else time.perf_counter() - t0)
-        messages.append(msg)
-    taken = set(names)
+    entries = _place_baselines(graph, cluster, methods, seed, strict)
+    taken = {e[0] for e in entries}
     for i, p in enumerate(extra_placements):
         name = labels[i] if labels is not None else label(p, i, taken)
         taken.add(name)
-        names.append(name)
-        placements.append(on_cluster(p, graph, cluster, name))
-        seconds.append(None)
-        messages.append("")
-    runnable = [i for i, p in enumerate(placements) if p is not None]
-    measured = dict(zip(runnable, measurer.measure([placements[i] for i in runnable]), strict=True))
+        entries.append((name, on_cluster(p, graph, cluster, name), None, ""))
+    runnable = [i for i, e in enumerate(entries) if e[1] is not None]
+    measured = dict(zip(runnable, measurer.measure([entries[i][1] for i in runnable]), strict=True))
+    steps = {e[0]: float(measured[i].step_time) for i, e in enumerate(entries) if i in measured and measured[i].ok}
+    ref, ref_gpu = steps.get(reference), steps.get(SINGLE_GPU)
     lb = bounds.lower_bound(graph, cluster)
-
-    def step_of(name: str) -> float | None:
-        for i, n in enumerate(names[: len(methods)]):
-            if n == name and i in measured and measured[i].ok:
-                return float(measured[i].step_time)
-        return None
-
-    ref_expert, ref_gpu = step_of(EXPERT), step_of(SINGLE_GPU)
-    rows = []
     zeros = tuple(0.0 for _ in range(cluster.num_devices))
-    for i, name in enumerate(names):
+    rows = []
+    for i, (name, placement, seconds, message) in enumerate(entries):
         if i not in measured:
-            rows.append(Row(name, None, NOT_APPLICABLE, None, None, None, zeros, None, messages[i]))
+            rows.append(Row(name, None, NOT_APPLICABLE, None, None, None, zeros, None, message))
             continue
         m = measured[i]
         st = float(m.step_time) if m.ok else None
         peak = tuple(float(x) for x in m.peak_memory) if len(m.peak_memory) else zeros
+        ratio = None if st is None or lb <= 0 else st / lb
         rows.append(
-            Row(
-                name,
-                st,
-                m.failure,
-                speedup(ref_expert, st),
-                speedup(ref_gpu, st),
-                None if st is None or lb <= 0 else st / lb,
-                peak,
-                seconds[i],
-                m.message,
-                placements[i],
-            )
+            Row(name, st, m.failure, speedup(ref, st), speedup(ref_gpu, st), ratio, peak, seconds, m.message, placement)
         )
     return rows
 
@@ -235,103 +182,113 @@ def best(rows: Sequence[Row]) -> Row | None:
     return min(ok, key=lambda r: r.step_time) if ok else None
 
 
-def status(row: Row) -> str:
-    """The step time in seconds (4 significant digits), or the failure as the paper writes it ("OOM")."""
-    if row.ok:
-        return f"{row.step_time:.4g}"
-    return "OOM" if row.failure == "oom" else str(row.failure)
+def parse_methods(spec: str, have_placements: bool = False) -> tuple[list[str], bool]:
+    """Returns (method names, strict) for --methods: 'all' is every registered baseline, not strict.
+
+    Raises:
+      InputError: an unknown name (the message lists the valid ones), or an
+        empty list with no placement to compare either.
+    """
+    if spec.strip() == "all":
+        return registry.names(), False
+    names = [m.strip() for m in spec.split(",") if m.strip()]
+    if not names and not have_placements:
+        raise InputError(f"--methods: no method given (valid: all, {', '.join(registry.names())})")
+    for m in names:
+        if m not in registry.METHODS:
+            raise InputError(f"--methods: unknown method {m!r} (valid: all, {', '.join(registry.names())})")
+    return names, True
 
 
-def _num(x: float | None, fmt: str) -> str:
-    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+def _is_file(reference: str) -> bool:
+    return reference.endswith((".json", ".json.gz")) or os.path.sep in reference
 
 
-def memory_unit(rows: Sequence[Row]) -> tuple[float, str]:
-    """(bytes per unit, unit name) for the peak-memory columns: GiB, or MiB when every peak is below 1 GiB."""
-    top = max((x for r in rows for x in r.peak_memory), default=0.0)
-    return (2.0**30, "GiB") if top >= 2**30 else (2.0**20, "MiB")
+def with_reference(paths: Sequence[str], methods: list[str], reference: str | None) -> tuple[list[str], list[str]]:
+    """(placement files, methods) with --reference added: a file to the files, a baseline to the methods."""
+    paths = list(paths)
+    if reference is not None and _is_file(reference):
+        if reference not in paths:
+            paths.append(reference)
+    elif reference is not None and reference in registry.METHODS and reference not in methods:
+        methods = [*methods, reference]
+    return paths, methods
 
 
-def _mem(r: Row, unit: float, sep: str) -> str:
-    return "" if r.failure == NOT_APPLICABLE else sep.join(f"{x / unit:.2f}" for x in r.peak_memory)
+def load_placements(paths: Sequence[str]) -> list[Placement]:
+    """Loads the placement files (before any graph is built, so a bad file fails first)."""
+    return [Placement.load(p) for p in paths]
 
 
-def csv_text(rows: Sequence[Row], device_names: Sequence[str]) -> str:
-    """The comparison as CSV: CSV_COLUMNS, then one `peak_bytes:<device>` column per device."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*CSV_COLUMNS, *(f"peak_bytes:{d}" for d in device_names)])
-    for r in rows:
-        w.writerow(
-            [
-                r.method,
-                _num(r.step_time, ".9g"),
-                r.failure or "",
-                _num(r.speedup_vs_expert, ".6g"),
-                _num(r.speedup_vs_single_gpu, ".6g"),
-                _num(r.ratio_to_lower_bound, ".6g"),
-                _num(r.place_seconds, ".6g"),
-                " ".join(r.message.split()),
-                *(f"{x:.0f}" for x in r.peak_memory),
-            ]
+def given_rows(paths, given, graph: OpGraph, cluster: Cluster, methods, reference: str | None):
+    """Checks the given placements and names their rows.
+
+    Returns:
+      (row labels, the reference row's name): a placement's metadata method or
+      its file name, made unique; the reference is --reference's row, else EXPERT.
+
+    Raises:
+      InputError: a placement of another graph or cluster, or a --reference
+        that names no row.
+    """
+    for path, p in zip(paths, given, strict=True):
+        on_cluster(p, graph, cluster, path)  # fail on a wrong file before placing anything
+    taken = set(methods)
+    labels = []
+    for i, (path, p) in enumerate(zip(paths, given, strict=True)):
+        base = p.metadata.get("method") or os.path.basename(path).split(".")[0]
+        labels.append(label(p.with_metadata(method=base), i, taken))
+        taken.add(labels[-1])
+    if reference is None:
+        return labels, EXPERT
+    if _is_file(reference):
+        return labels, labels[paths.index(reference)]
+    if reference not in taken:
+        raise InputError(
+            f"--reference: {reference!r} is neither a baseline, a row of --placements ({', '.join(labels) or 'none'}) "
+            "nor a placement file"
         )
-    return buf.getvalue()
+    return labels, reference
 
 
-def markdown_text(rows: Sequence[Row], device_names: Sequence[str], title: str = "") -> str:
-    """The comparison as a Markdown table (peak memory in GiB, devices in the cluster's order)."""
-    unit, uname = memory_unit(rows)
-    head = [
-        "method",
-        "step time (s)",
-        "vs expert",
-        "vs single GPU",
-        "/ lower bound",
-        "place time (s)",
-        f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names),
-    ]
-    lines = [f"### {title}\n" if title else "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+def file_safe(name: str) -> str:
+    """A row name made safe for a file name."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None, reference: str) -> list[str]:
+    """Writes table.md, table.csv, step_times.png, timeline_<method>.png and the baselines' placements into `out`.
+
+    Returns:
+      The paths written.
+
+    Raises:
+      InputError: `timeline` names no row, or a row that has no placement.
+    """
+    from placer.compare import plots  # noqa: PLC0415 (matplotlib, only when drawing)
+    from placer.measure.simulator import Simulator  # noqa: PLC0415
+
+    by_name = {r.method: r for r in rows}
+    if timeline is not None and timeline not in by_name:
+        raise InputError(f"--timeline: no row named {timeline!r} (rows: {', '.join(by_name)})")
+    row = by_name[timeline] if timeline is not None else best(rows)
+    if row is not None and row.placement is None:
+        raise InputError(f"--timeline: {row.method!r} has no placement ({row.message})")
+    os.makedirs(out, exist_ok=True)
+    title = f"{graph.name} on {cluster.name}"
+    write_markdown(os.path.join(out, "table.md"), rows, cluster.device_names, title, reference)
+    write_csv(os.path.join(out, "table.csv"), rows, cluster.device_names, reference)
+    plots.plot_step_times(rows, os.path.join(out, "step_times.png"), title=title)
+    written = ["table.md", "table.csv", "step_times.png"]
     for r in rows:
-        lines.append("| " + " | ".join(_cells(r, unit, " / ")) + " |")
-    notes = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
-    return "\n".join(x for x in lines if x) + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
-
-
-def _cells(r: Row, unit: float, sep: str) -> list[str]:
-    """One row of the comparison tables as text cells; `sep` joins the per-device memory."""
-    return [
-        r.method,
-        status(r),
-        _num(r.speedup_vs_expert, ".3g"),
-        _num(r.speedup_vs_single_gpu, ".3g"),
-        _num(r.ratio_to_lower_bound, ".3g"),
-        _num(r.place_seconds, ".3f"),
-        _mem(r, unit, sep),
-    ]
-
-
-def terminal_text(rows: Sequence[Row], device_names: Sequence[str]) -> str:
-    """The comparison as an aligned plain-text table for the terminal."""
-    unit, uname = memory_unit(rows)
-    head = ["method", "step (s)", "vs expert", "vs 1 GPU", "/ bound", "place (s)", f"peak {uname} per device"]
-    body = [_cells(r, unit, " ") for r in rows]
-    width = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in width)
-    out = [fmt.format(*head), fmt.format(*("-" * w for w in width))] + [fmt.format(*b) for b in body]
-    out.append("devices: " + ", ".join(device_names))
-    return "\n".join(out) + "\n"
-
-
-def short_device(name: str) -> str:
-    """ "/device:GPU:0" -> "GPU:0" (column headers)."""
-    return name.removeprefix("/device:")
-
-
-def write_csv(path: str, rows: Sequence[Row], device_names: Sequence[str]) -> None:
-    """Writes `csv_text(rows, device_names)` to `path` atomically."""
-    atomic.write_text(path, csv_text(rows, device_names))
-
-
-def write_markdown(path: str, rows: Sequence[Row], device_names: Sequence[str], title: str = "") -> None:
-    """Writes `markdown_text(rows, device_names, title)` to `path` atomically."""
-    atomic.write_text(path, markdown_text(rows, device_names, title))
+        if r.placement is not None and r.place_seconds is not None:  # a baseline's, not a given file
+            name = f"placement_{file_safe(r.method)}.json"
+            r.placement.save(os.path.join(out, name))
+            written.append(name)
+    if row is not None:
+        sim = measurer if isinstance(measurer, Simulator) else Simulator(graph, cluster)
+        result = sim.simulate(row.placement.devices, op_group=row.placement.groups, trace=True)
+        name = f"timeline_{file_safe(row.method)}.png"
+        plots.plot_timeline(result, graph, cluster, os.path.join(out, name), title=f"{row.method}: {title}")
+        written.append(name)
+    return [os.path.join(out, w) for w in written]

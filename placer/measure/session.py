@@ -7,13 +7,7 @@ initialisation, `warmup` untimed steps, `steps` timed steps (the median is the
 step time) and one traced step (FULL_TRACE) for per-device busy time, peak
 memory and the check of where each op ran (`ran_on`).
 
-Devices: GPUs if the machine has them; on a CPU-only machine several CPU
-devices. A `tf.compat.v1.Session` takes its CPU devices from
-`ConfigProto.device_count["CPU"]`, not from the eager context's logical
-device configuration (in TF 2.21 a Session ignores
-`tf.config.set_logical_device_configuration`), so `session_config` sets the
-count from the cluster. graphs/local_cluster.py describes this machine's
-devices as a Cluster.
+Devices and session settings come from graphs/tf_session.py.
 
 Failures are never raised: ResourceExhaustedError -> OOM, DeadlineExceeded
 (the per-run time-out, RunOptions.timeout_in_ms) -> TIMEOUT, an op placed on a

@@ -18,7 +18,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from placer.core import atomic
-from placer.core.errors import InputError
+from placer.core.errors import InputError, one_line
 from placer.core.placement import Placement
 from placer.rl import rl_math
 from placer.rl.policy import build_policy
@@ -321,8 +321,16 @@ class Progress:
 
 
 def _read_history(path: str) -> list[dict]:
+    """The per-step statistics saved beside a checkpoint (written before it, so always there).
+
+    Raises:
+      InputError: the file is missing, unreadable, or not a JSON list of objects.
+    """
     try:
         with open(path) as f:
-            return list(json.load(f))
-    except (OSError, ValueError):
-        return []
+            history = json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: cannot resume, corrupt or missing history ({one_line(e)})") from None
+    if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
+        raise InputError(f"{path}: cannot resume, history is not a JSON list of objects")
+    return history

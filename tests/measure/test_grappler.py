@@ -102,8 +102,9 @@ def test_split_colocation_group_is_an_error(model):
 
 
 def test_tiny_nmt_on_gpu_and_split():
-    models = pytest.importorskip("models")
-    nmt = pytest.importorskip("configs.nmt")
+    import models
+    from configs import nmt
+
     m = models.build(nmt.get_config("tiny").model)
     graph = extract.extract(m.metagraph, name=m.name)
     c = _cluster()
