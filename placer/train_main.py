@@ -10,6 +10,7 @@ from ml_collections import config_flags
 
 from configs import common
 from placer import cli
+from placer.core import atomic
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config",
@@ -29,6 +30,7 @@ _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
 
 def main(argv):
     del argv
+    atomic.check_output_dir(_WORKDIR.value, "workdir", reuse=True)
     from placer.rl import train_lib  # noqa: PLC0415 (imports TensorFlow)
 
     config = cli.config_or_default(_CONFIG.value, _GRAPH.value)

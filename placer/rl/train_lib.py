@@ -70,11 +70,14 @@ def run(
         cluster, config=None if graph_path else config, graph_path=graph_path, need_model=kind != "sim"
     )
     graph = loaded.graph
+    log(f"{graph.name}: {graph.num_ops} ops loaded in {time.time() - t0:.1f} s")
     measurer = measure_registry.make_measurer(kind, graph, cluster, model=loaded.model)
     tc = config.placer.train
     warm = None
     if tc.warm_start:  # deterministic, so a resumed search gets the same groups
+        log(f"warm start: placing and measuring {tc.warm_start}")
         warm = best_baseline(graph, cluster, measurer, tc.warm_start, seed, log)
+    log(f"grouping {graph.num_ops} ops (target {config.placer.grouping.get('target_groups', 0)} groups)")
     problem, groups = problem_lib.make_problem(
         graph, cluster, config.placer, op_colors=None if warm is None else warm[1].devices
     )
