@@ -21,6 +21,7 @@ _STEPS = flags.DEFINE_integer("steps", 200, "Total policy-gradient steps.")
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 _RESUME = flags.DEFINE_bool("resume", False, "Continue the search saved in --workdir.")
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
+_INIT_FROM = flags.DEFINE_string("init_from", None, "Policy folder from placer-pretrain to fine-tune (graph policy).")
 
 
 def main(argv):
@@ -40,6 +41,7 @@ def main(argv):
         resume=_RESUME.value,
         graph_path=_GRAPH.value,
         progress=_PROGRESS.value,
+        init_from=_INIT_FROM.value,
     )
 
 

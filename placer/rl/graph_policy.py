@@ -38,7 +38,7 @@ class GraphEncoder(keras.layers.Layer):
     def __init__(self, hidden_size: int, seed: int | None = None, layers: int = 3, **kwargs):
         super().__init__(**kwargs)
         init = keras.initializers.GlorotUniform(seed=seed)
-        dense = lambda: keras.layers.Dense(hidden_size, activation="relu", kernel_initializer=init)  # noqa: E731
+        dense = lambda: keras.layers.Dense(hidden_size, activation="tanh", kernel_initializer=init)  # noqa: E731
         self.forward = [dense() for _ in range(layers)]
         self.backward = [dense() for _ in range(layers)]
         self.update = [
@@ -85,7 +85,7 @@ class GraphPolicy(keras.Model):
         self.group_in = keras.layers.Dense(hidden_size, activation="tanh", kernel_initializer=init)
         self.encoder = GraphEncoder(hidden_size, seed=seed, layers=layers)
         self.graph_proj = keras.layers.Dense(hidden_size, activation="tanh", kernel_initializer=init)
-        self.device_in = keras.layers.Dense(hidden_size, activation="relu", kernel_initializer=init)
+        self.device_in = keras.layers.Dense(hidden_size, activation="tanh", kernel_initializer=init)
         self.device_out = keras.layers.Dense(hidden_size, kernel_initializer=init)
         self.query = keras.layers.Dense(hidden_size, kernel_initializer=init)
         self.context: tuple | None = None  # bound GraphInputs tensors, for the seq2seq trainer's interface
@@ -168,7 +168,7 @@ def build(policy_config, seed: int | None = None) -> GraphPolicy:
         hidden_size=policy_config.get("gnn_hidden_size", 64),
         layers=policy_config.get("gnn_layers", 3),
         temperature=policy_config.get("gnn_temperature", 1.0),
-        tanh_constant=policy_config.tanh_constant,
+        tanh_constant=policy_config.get("gnn_tanh_constant", 3.0),
         seed=seed,
     )
     f = graph_features.group_width()

@@ -108,7 +108,9 @@ class Pretrainer:
     def _update(self, ctx, mask, leader, actions, adv, entropy_weight):
         with tf.GradientTape() as tape:
             logp, entropy = self.policy.scores(ctx, actions, mask, leader)
-            loss = -tf.reduce_mean(adv * logp) - entropy_weight * tf.reduce_mean(entropy)
+            # Per placed group, so that the step size does not grow with the graph.
+            n = tf.reduce_sum(tf.cast(tf.equal(leader, tf.range(tf.shape(leader)[0])), tf.float32))
+            loss = -tf.reduce_mean(adv * logp) / n - entropy_weight * tf.reduce_mean(entropy)
         grads = tape.gradient(loss, self.policy.trainable_variables)
         self.optimizer.apply_gradients(zip(grads, self.policy.trainable_variables, strict=True))
         return tf.reduce_mean(entropy)

@@ -18,7 +18,7 @@ from placer.core import atomic
 from placer.core.errors import InputError
 from placer.measure import bounds
 from placer.measure import registry as measure_registry
-from placer.rl import encoders
+from placer.rl import encoders, transfer_lib
 from placer.rl import problem as problem_lib
 from placer.rl.reinforce import Trainer
 
@@ -41,6 +41,7 @@ def run(
     progress: bool = True,
     log=print,
     max_seconds: float = 0.0,
+    init_from: str | None = None,
 ) -> dict:
     """Trains the RL placer and writes best_placement.json and summary.json.
 
@@ -55,6 +56,7 @@ def run(
       progress: show a progress line.
       log: where to print the summary lines.
       max_seconds: stop training after this much wall time (0 = no limit).
+      init_from: a placer-pretrain policy folder to fine-tune (the graph policy).
 
     Returns:
       The summary dict that is also written to summary.json.
@@ -86,8 +88,17 @@ def run(
         f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
         f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s"
     )
+    policy = transfer_lib.policy_for_trainer(
+        problem, cluster, config.placer, seed=seed, init_from=init_from, source=graph_path or config.model.name
+    )
     trainer = Trainer(
-        problem, measurer, config.placer, workdir, seed=seed, metadata={"cluster": cluster.name, "measure": kind}
+        problem,
+        measurer,
+        config.placer,
+        workdir,
+        seed=seed,
+        metadata={"cluster": cluster.name, "measure": kind},
+        policy=policy,
     )
     start = trainer.restore() if resume else 0
     imitation = None

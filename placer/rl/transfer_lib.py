@@ -152,23 +152,27 @@ def load_policy(policy_dir: str) -> tuple[graph_policy.GraphPolicy, dict]:
     return policy, info
 
 
-def policy_for_trainer(problem, cluster: Cluster, policy_config, *, seed: int, init_from: str | None, source: str):
+def policy_for_trainer(problem, cluster: Cluster, placer_config, *, seed: int, init_from: str | None, source: str):
     """The graph policy `placer-train` trains when `--config.placer.policy.encoder=gnn` or `--init_from` is given.
 
     Returns None for the seq2seq policy (the encoder is not "gnn" and no
-    `init_from`), else a GraphPolicy bound to the problem, from `init_from`'s
-    weights when given.
+    `init_from`), else a GraphPolicy bound to the problem, with `init_from`'s
+    weights when given. The graph policy's temperature (`gnn_temperature`,
+    or the pretrained one) replaces `placer_config.policy.temperature` and
+    `temperature_end`, which are tuned for the seq2seq policy's logits.
 
     Raises:
       InputError: the graph's features cannot be read, or a bad policy folder.
     """
-    if init_from is None and policy_config.get("encoder", "bilstm") != "gnn":
+    pc = placer_config.policy
+    if init_from is None and pc.get("encoder", "bilstm") != "gnn":
         return None
     graph_features.check_graph(problem.graph, source)
     if init_from is not None:
         policy, _ = load_policy(init_from)
     else:
-        policy = graph_policy.build(policy_config, seed=seed)
+        policy = graph_policy.build(pc, seed=seed)
+    pc.temperature = pc.temperature_end = float(policy.temperature.numpy())
     policy.bind(
         graph_features.inputs(
             problem.graph, problem.op_group, problem.edge_src, problem.edge_dst, problem.edge_bytes, cluster, source
