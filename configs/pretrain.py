@@ -1,7 +1,7 @@
 """Pretraining config: `--config=configs/pretrain.py[:VARIANT]` for placer-pretrain.
 
 Variants: "" = the model variants and generated graphs of every family on
-three clusters (hours on a 2-core machine); "small" = generated graphs only
+three clusters (hours on a 2-core machine); "small" = generated layered graphs only
 on k80x2 and k80x4 (minutes), as bench/transfer.py and the tests use.
 
 Graph specs: "gen:FAMILY:OPS:SEED" (placer.core.generated), a model config
@@ -23,8 +23,8 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
     p = config.pretrain = ml_collections.ConfigDict()
     gen = [f"gen:{fam}:{n}:{s}" for fam in ("layered", "chain") for n in (40, 80) for s in range(3)]
     if variant == "small":
-        p.graphs = ",".join(gen)
-        # Unseen seeds of the trained families, and a family never trained on.
+        p.graphs = ",".join(f"gen:layered:{n}:{s}" for n in (30, 60) for s in range(4))
+        # An unseen seed of the trained family, and two families never trained on.
         p.held_out = "gen:layered:60:100,gen:chain:60:100,gen:fanin:60:100"
         p.clusters = "k80x2,k80x4"
     else:
