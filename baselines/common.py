@@ -24,9 +24,27 @@ from collections.abc import Sequence
 import numpy as np
 
 from placer.core.cluster import Cluster
+from placer.core.colocation import colocation_sets
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
+
+
+def refuse_options(method: str, options: dict, valid: Sequence[str] = ()) -> None:
+    """Refuses options a baseline does not take, rather than ignoring them.
+
+    Args:
+      method: the baseline's registry name, for the message.
+      options: the `**options` the baseline was called with, beyond its own keywords.
+      valid: the baseline's own keyword options, listed in the message.
+
+    Raises:
+      InputError: `options` is not empty.
+    """
+    if options:
+        raise InputError(
+            f"{method} placement: unknown option {sorted(options)[0]!r} (valid: {', '.join(valid) or 'none'})"
+        )
 
 
 def device_types(cluster: Cluster) -> np.ndarray:
@@ -156,15 +174,6 @@ def merged_edges(graph: OpGraph, *, symmetric: bool = False) -> tuple[np.ndarray
     uniq, inv = np.unique(key, return_inverse=True)
     total = np.bincount(inv, weights=b, minlength=len(uniq)).astype(np.int64)
     return uniq // n, uniq % n, total
-
-
-def colocation_sets(graph: OpGraph) -> list[np.ndarray]:
-    """Returns the op index arrays of colocation keys shared by two ops or more."""
-    sets: dict[str, list[int]] = {}
-    for i, key in enumerate(graph.colocation):
-        if key:
-            sets.setdefault(key, []).append(i)
-    return [np.asarray(v, dtype=np.int64) for v in sets.values() if len(v) > 1]
 
 
 def legalize(graph: OpGraph, cluster: Cluster, devices: np.ndarray) -> np.ndarray:

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from baselines import common
 from placer.core import op_names
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
@@ -235,9 +236,7 @@ def place(graph: OpGraph, cluster: Cluster, *, seed: int | None = None, **option
         unknown option.
     """
     del seed
-    unknown = set(options) - {"wrap"}
-    if unknown:
-        raise InputError(f"expert placement: unknown option {sorted(unknown)[0]!r} (valid: wrap)")
+    common.refuse_options("expert", {k: v for k, v in options.items() if k != "wrap"}, ("wrap",))
     dev, rule = assign(graph, cluster, **options)
     counts = {r: rule.count(r) for r in RULES if r in rule}
     return Placement.from_ops(graph, dev, cluster.device_names, method="expert", cluster=cluster.name, rules=counts)

@@ -291,12 +291,13 @@ def place_m_topo(graph: OpGraph, cluster: Cluster, *, seed=None, use_cpu: bool =
       cluster: the target cluster.
       seed: unused (deterministic).
       use_cpu: also fill the CPU(s) (default: GPUs only, as Baechi).
-      **options: none others.
+      **options: none others; any other raises InputError.
 
     Raises:
       InputError: `use_cpu` is False and the cluster has no GPU.
     """
-    del seed, options
+    del seed
+    common.refuse_options("m_topo", options, ("use_cpu",))
     dev = topo_assign(graph, cluster, targets_of(cluster, "m_topo", use_cpu))
     return common.finish(graph, cluster, dev, "m_topo", use_cpu=use_cpu)
 
@@ -309,11 +310,12 @@ def place_m_etf(graph: OpGraph, cluster: Cluster, *, seed=None, use_cpu: bool = 
       cluster: the target cluster.
       seed: unused (deterministic).
       use_cpu: also schedule on the CPU(s) (default: GPUs only, as Baechi).
-      **options: none others.
+      **options: none others; any other raises InputError.
 
     Raises:
       InputError: `use_cpu` is False and the cluster has no GPU.
     """
-    del seed, options
+    del seed
+    common.refuse_options("m_etf", options, ("use_cpu",))
     sched = etf_schedule(graph, cluster, targets_of(cluster, "m_etf", use_cpu))
     return common.finish(graph, cluster, sched.devices, "m_etf", use_cpu=use_cpu, estimated_step_time=sched.makespan)

@@ -29,12 +29,12 @@ def place(graph: OpGraph, cluster: Cluster, *, seed=None, use_cpu: bool = False,
       cluster: the target cluster.
       seed: METIS random seed (0 if None).
       use_cpu: partition over every device instead of the GPUs only.
-      **options: none others.
+      **options: none others; any other raises InputError.
 
     Raises:
       InputError: `use_cpu` is False and the cluster has no GPU.
     """
-    del options
+    common.refuse_options("metis", options, ("use_cpu",))
     targets = list(range(cluster.num_devices)) if use_cpu else common.gpu_indices(cluster, "metis")
     n = graph.num_ops
     if len(targets) == 1 or n < 2:

@@ -24,12 +24,12 @@ def place(graph: OpGraph, cluster: Cluster, *, seed=None, strategy: str | None =
       cluster: the target cluster.
       seed: Scotch random seed (0 if None).
       strategy: optional Scotch mapping strategy string.
-      **options: none others.
+      **options: none others; any other raises InputError.
 
     Raises:
       InputError: the cluster has no GPU.
     """
-    del options
+    common.refuse_options("mincut", options, ("strategy",))
     gpus = common.gpu_indices(cluster, "mincut")
     dev = scotch_map(graph, cluster, gpus, seed=seed, strategy=strategy)
     return common.finish(graph, cluster, dev, "mincut", seed=seed)

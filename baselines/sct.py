@@ -185,12 +185,13 @@ def place(
       use_cpu: also schedule on the CPU(s) (default: GPUs only, as Baechi).
       lp_max_vars: largest LP (edges + ops + 1 variables) solved exactly.
       lp_time_limit: seconds HiGHS may take.
-      **options: none others.
+      **options: none others; any other raises InputError.
 
     Raises:
       InputError: `use_cpu` is False and the cluster has no GPU.
     """
-    del seed, options
+    del seed
+    common.refuse_options("m_sct", options, ("use_cpu", "lp_max_vars", "lp_time_limit"))
     targets = targets_of(cluster, "m_sct", use_cpu)
     fav, how = favourites(graph, cluster, targets, lp_max_vars=lp_max_vars, lp_time_limit=lp_time_limit)
     sched = etf_schedule(graph, cluster, targets, favourite=fav)

@@ -10,7 +10,8 @@ bench/rl.py: the simulator the learner uses).
 - "random_search": `budget` placements drawn uniformly, each tie class on a
   device all of its ops have kernels for; the fastest is kept.
 - "local_search": simulated annealing (Kirkpatrick et al., Science 1983)
-  started from single_gpu. Each round proposes `batch` neighbours, each moving
+  started from single_gpu (or, when that does not run, the fastest random
+  placement that does). Each round proposes `batch` neighbours, each moving
   one tie class to another allowed device; the fastest neighbour replaces the
   current placement if it is faster, or else with probability exp(-delta / T),
   delta the step-time increase in seconds and T a temperature falling
@@ -64,6 +65,9 @@ class _Space:
         return np.where(self.allowed, votes, -1.0).argmax(axis=1)
 
 
+_OPTIONS = ("measurer", "budget", "batch", "groups", "target_groups", "on_measured")
+
+
 def _check(method: str, measurer, budget: int) -> None:
     if measurer is None:
         raise InputError(f"{method}: needs a measurer (placer-compare and bench/rl.py pass theirs)")
@@ -73,6 +77,20 @@ def _check(method: str, measurer, budget: int) -> None:
 
 def _times(measurer: Measurer, placements: list[Placement]) -> np.ndarray:
     return np.array([m.step_time if m.ok else np.inf for m in measurer.measure(placements)], dtype=np.float64)
+
+
+def _start(space: _Space, measurer: Measurer, rng: np.random.Generator, budget: int, batch: int):
+    """(start, its step time, placements measured): single_gpu, or when that fails
+    (e.g. out of memory) the fastest random placement that runs."""
+    cur = space.from_ops(single.place_single_gpu(space.graph, space.cluster).devices)
+    (cur_t,) = _times(measurer, [space.placement(cur, "local_search")])
+    done = 1
+    while not np.isfinite(cur_t) and done < budget:
+        cand = space.random(rng, min(batch, budget - done))
+        t = _times(measurer, [space.placement(c, "local_search") for c in cand])
+        done += len(cand)
+        cur, cur_t = cand[int(t.argmin())], float(t.min())
+    return cur, float(cur_t), done
 
 
 def place_random_search(
@@ -101,7 +119,7 @@ def place_random_search(
         `target_groups` and the floor for this cluster.
       target_groups: the grouping target when `groups` is not given.
       on_measured: optional callback(measured so far, best step time in s) after each batch.
-      **options: none.
+      **options: none (others are refused).
 
     Returns:
       The best placement; metadata records step_time (s) and budget.
@@ -109,7 +127,7 @@ def place_random_search(
     Raises:
       InputError: no measurer, a non-positive budget, or no candidate ran.
     """
-    del options
+    common.refuse_options("random_search", options, _OPTIONS)
     _check("random_search", measurer, budget)
     space = _Space(graph, cluster, groups, target_groups)
     rng = np.random.default_rng(0 if seed is None else seed)
@@ -151,7 +169,7 @@ def place_local_search(
         the budget.
       t_start: first temperature, as a fraction of the start's step time.
       t_end: last temperature, as a fraction of the start's step time.
-      **options: none.
+      **options: none (others are refused).
 
     Returns:
       The best placement seen; metadata records step_time (s) and budget.
@@ -159,15 +177,14 @@ def place_local_search(
     Raises:
       InputError: no measurer, a non-positive budget, or the start failed.
     """
-    del options
+    common.refuse_options("local_search", options, (*_OPTIONS, "t_start", "t_end"))
     _check("local_search", measurer, budget)
     space = _Space(graph, cluster, groups, target_groups)
     rng = np.random.default_rng(0 if seed is None else seed)
-    cur = space.from_ops(single.place_single_gpu(graph, cluster).devices)
-    (cur_t,) = _times(measurer, [space.placement(cur, "local_search")])
+    cur, cur_t, done = _start(space, measurer, rng, budget, batch)
     if not np.isfinite(cur_t):
-        raise InputError(f"local_search: the single_gpu start of {graph.name} failed to run")
-    best, best_t, done = cur.copy(), float(cur_t), 1
+        raise InputError(f"local_search: neither single_gpu nor {budget - 1} random placements of {graph.name} ran")
+    best, best_t = cur.copy(), float(cur_t)
     rounds = max(1, -(-(budget - 1) // batch))
     cool = (t_end / t_start) ** (1.0 / max(1, rounds - 1))
     temp = t_start * best_t

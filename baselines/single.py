@@ -31,9 +31,10 @@ def place_single_cpu(graph: OpGraph, cluster: Cluster, *, seed=None, **options) 
       graph: the op graph (not modified).
       cluster: the target cluster.
       seed: unused (deterministic).
-      **options: none.
+      **options: none; any raises InputError.
     """
-    del seed, options
+    del seed
+    common.refuse_options("single_cpu", options)
     dev = np.full(graph.num_ops, common.first_cpu(cluster), dtype=np.int64)
     return common.finish(graph, cluster, dev, "single_cpu")
 
@@ -44,7 +45,8 @@ def place_single_gpu(graph: OpGraph, cluster: Cluster, *, seed=None, **options) 
     Raises:
       InputError: the cluster has no GPU.
     """
-    del seed, options
+    del seed
+    common.refuse_options("single_gpu", options)
     gpu = common.gpu_indices(cluster, "single_gpu")[0]
     dev = np.full(graph.num_ops, gpu, dtype=np.int64)
     return common.finish(graph, cluster, dev, "single_gpu")
@@ -56,7 +58,8 @@ def place_tf_default(graph: OpGraph, cluster: Cluster, *, seed=None, **options) 
     Raises:
       InputError: the cluster has no GPU.
     """
-    del seed, options
+    del seed
+    common.refuse_options("tf_default", options)
     gpu = common.gpu_indices(cluster, "tf_default")[0]
     dev = common.legalize(graph, cluster, np.full(graph.num_ops, gpu, dtype=np.int64))
     n = graph.num_ops

@@ -4,10 +4,9 @@
       [--profile_steps=1] [--session_steps=1] [--warmup=1] [--tiny_steps=50] [--tiny_rounds=5]
       [--inter_op_threads=1]
 
-2 to 7 minutes on 2 shared cores: one paper-size NMT step takes 15 to 60 s
-there, depending on the other jobs, hence one profiled and one timed step
-of it (each after one warm-up step); tiny variants get `--tiny_steps` of
-each.
+Minutes on 2 shared cores: a paper-size NMT step is slow there, hence one
+profiled and one timed step of it by default (each after one warm-up step);
+tiny variants get `--tiny_steps` of each.
 
 1. For each model: per-op costs profiled on this machine's CPU
    (graphs.costs.profiled_costs: warm-up traced steps dropped, median per op
@@ -36,7 +35,12 @@ each.
    sequence length) at which activations would fill the GPU is extrapolated
    linearly (activations scale with batch x length in an unrolled seq2seq).
 
-Writes the "fidelity" section of BENCHMARKS.md.
+3. Placements that split the graph: the simulator against Grappler on the
+   same op costs, random and searched placements (bench/fidelity_split.py).
+
+Writes the "fidelity" and "fidelity_split" sections of BENCHMARKS.md;
+`--parts` picks which of the three parts run (a section is only rewritten
+when its parts ran).
 """
 
 from __future__ import annotations
@@ -62,10 +66,17 @@ _DEFAULT_POOL_MODEL = flags.DEFINE_string(
     "default_pool_model", "configs/nmt.py:tiny", "Also run this model with TF's default inter-op pool ('' = skip)."
 )
 _OOM_CHECK = flags.DEFINE_bool("oom_check", True, "Run the k80x4 single-GPU memory check.")
+_PARTS = flags.DEFINE_list("parts", ["single", "oom", "split"], "Parts to run: single, oom, split.")
+_SPLIT_MODELS = flags.DEFINE_list(
+    "split_models", ["configs/nmt.py", "configs/inception_v3.py"], "Models of the split-placement comparison."
+)
+_SPLIT_CLUSTER = flags.DEFINE_string("split_cluster", "k80x4", "Cluster preset of the split-placement comparison.")
+_SPLIT_RANDOM = flags.DEFINE_integer("split_random", 20, "Random placements per model.")
+_SPLIT_STEPS = flags.DEFINE_integer("split_search_steps", 5, "Policy-gradient steps of the search per model.")
+_SPLIT_SAMPLES = flags.DEFINE_integer("split_search_samples", 4, "Placements sampled per search step.")
 _JSON_OUT = flags.DEFINE_string("json_out", "", "Write the rows as JSON here and skip BENCHMARKS.md.")
 
 TARGET = 0.20  # relative error allowed between simulated and measured step time
-K80_GPU_BYTES = 12 << 30  # one K80 die's memory as the k80x4 preset has it
 
 
 def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int) -> dict:
@@ -202,46 +213,6 @@ def child_rows(spec: str, args: list[str]) -> list[dict]:
             return json.load(f)
 
 
-def oom_check() -> dict:
-    """Simulates single-GPU paper-size NMT on k80x4 with Grappler costs (module docstring)."""
-    from baselines import registry  # noqa: PLC0415
-    from graphs import pipeline  # noqa: PLC0415
-    from placer.core import cluster as cluster_lib  # noqa: PLC0415
-    from placer.core import configs_util  # noqa: PLC0415
-    from placer.measure.simulator import Simulator  # noqa: PLC0415
-
-    cluster = cluster_lib.load("k80x4")
-    config = configs_util.load_config("configs/nmt.py")
-    graph = pipeline.load_graph(cluster, config=config).graph
-    placement = registry.place("single_gpu", graph, cluster)
-    gpu = cluster.indices_of_type("GPU")[0]
-    res = Simulator(graph, cluster).simulate(placement.devices)
-    on_gpu = placement.devices == gpu
-    persistent = float(graph.persistent_bytes[on_gpu].sum())
-    peak = float(res.peak_memory[gpu])
-    limit = float(cluster.devices[gpu].memory_bytes)
-    m = config.model
-    act = max(peak - persistent, 1.0)
-    scale = (limit - persistent) / act  # how many times the activations would fit
-    return {
-        "failure": res.failure,
-        "message": res.message,
-        "peak_bytes": peak,
-        "limit_bytes": limit,
-        "persistent_bytes": persistent,
-        "activation_bytes": peak - persistent,
-        "step_s": res.step_time,
-        "batch": m.batch_size,
-        "source_length": m.source_length,
-        "target_length": m.target_length,
-        "vocab": m.target_vocab_size,
-        "hidden": m.hidden_size,
-        "layers": m.num_layers,
-        "batch_to_fill": m.batch_size * scale,
-        "length_to_fill": m.target_length * scale,
-    }
-
-
 def _f(x, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
@@ -274,30 +245,6 @@ def fidelity_table(rows: list[dict]) -> list[str]:
             f"| {_errs(r.get('round_errors', [r['error']]))} |"
         )
     return out
-
-
-def oom_lines(o: dict) -> list[str]:
-    """Markdown lines of the memory check."""
-    gib = 2**30
-    head = (
-        f"Paper-size NMT ({o['layers']} layers, hidden {o['hidden']}, vocab {o['vocab']:,}, batch {o['batch']}, "
-        f"lengths {o['source_length']}/{o['target_length']}) on `k80x4`, single_gpu placement, Grappler costs: "
-    )
-    if o["failure"] == "oom":
-        return [head + f"**OOM**, as the paper reports ({o['message']})."]
-    return [
-        head + f"simulated peak on GPU:0 **{o['peak_bytes'] / gib:.2f} GiB** of {o['limit_bytes'] / gib:.0f} GiB: "
-        f"it **fits** (failure: {o['failure'] or 'none'}; step {o['step_s']:.3f} s). The paper reports OOM.",
-        "",
-        f"Of the peak, {o['persistent_bytes'] / gib:.2f} GiB are variables and {o['activation_bytes'] / gib:.2f} GiB "
-        "activations live at once (gradients included). Activations grow with batch x length in an unrolled "
-        f"seq2seq, so a linear extrapolation puts OOM at batch about {o['batch_to_fill']:.0f} (lengths kept) or "
-        f"lengths about {o['length_to_fill']:.0f} tokens (batch kept). The paper's OOM therefore implies settings "
-        "larger than ours (its text gives batch 64 but not the vocabulary or the unrolled lengths, which are our "
-        "choice in configs/nmt.py), or memory TF needs on a GPU and not on a CPU (cuDNN workspaces, the CUDA "
-        "context). It is not memory the simulator misses: TF's own allocator peaks within a few percent of the "
-        'simulated peak for the same graph on this CPU (section "Memory fidelity", bench/memory.py).',
-    ]
 
 
 def steps_for(spec: str) -> tuple[int, int, int, int]:
@@ -336,63 +283,107 @@ def run_rows(specs, inter_op: int) -> list[dict]:
     return rows
 
 
-def main(argv) -> None:
-    del argv
-    t0 = time.time()
-    inter_op = _INTER_OP.value
-    if inter_op > 0:
-        # Read by TF when it creates its first session; nothing has run yet.
-        os.environ["TF_NUM_INTEROP_THREADS"] = str(inter_op)
-    rows = run_rows(_MODELS.value, inter_op)
-    if _JSON_OUT.value:
-        with open(_JSON_OUT.value, "w") as f:
-            json.dump(rows, f)
-        return
-    if _DEFAULT_POOL_MODEL.value:
-        rows += child_rows(
-            _DEFAULT_POOL_MODEL.value,
-            ["--inter_op_threads=0", f"--tiny_steps={_TINY_STEPS.value}", f"--tiny_rounds={_TINY_ROUNDS.value}"],
-        )
-    oom = oom_check() if _OOM_CHECK.value else None
-    if oom:
-        print(f"k80x4 single_gpu NMT: failure {oom['failure']}, peak {oom['peak_bytes'] / 2**30:.2f} GiB", flush=True)
-    body = [
+def tracing_lines(rows: list[dict]) -> list[str]:
+    """Sentences on the time per op that tracing and the executor add, from this run's rows."""
+    out = []
+    for r in rows:
+        if r.get("session_s") and r.get("ops_run"):
+            per_op = r["session_s"] / r["ops_run"]
+            out.append(
+                f"`{r['model']}` ({_pool(r.get('inter_op_threads', 1))}): {per_op * 1e6:.3g} us measured per op run, "
+                f"of which {_f(None if r['gap_per_op_s'] is None else r['gap_per_op_s'] * 1e6, '+.3g')} us the "
+                "simulation lacks"
+            )
+    return (
+        ["Measured step time per op run, and the part of it the simulation lacks: " + "; ".join(out) + "."]
+        if out
+        else []
+    )
+
+
+def single_device_body(rows: list[dict]) -> list[str]:
+    """Markdown of the single-device comparison."""
+    return [
         "Single-device step time: per-op costs profiled on this machine's CPU (`graphs.costs.profiled_costs`, "
         "warm-up steps dropped, median per op of the traced steps), every op on `/device:CPU:0`, simulated "
         "(`placer.measure.simulator`) against the same placement run in a session (`SessionMeasurer`, Grappler "
-        "rewrites off as in profiling, median of the timed steps; a paper-size step takes 15 to 60 s here depending on the other jobs, "
-        f"hence {_PROFILE_STEPS.value} profiled and {_SESSION_STEPS.value} timed step(s) after "
-        f"{_WARMUP.value} warm-up step(s); tiny variants {_TINY_STEPS.value} of each after 2, in "
-        f"{_TINY_ROUNDS.value} rounds of profiling then measuring, the round with the median error shown).",
+        f"rewrites off as in profiling, median of the timed steps); large models {_PROFILE_STEPS.value} profiled "
+        f"and {_SESSION_STEPS.value} timed step(s) after {_WARMUP.value} warm-up step(s); tiny variants "
+        f"{_TINY_STEPS.value} of each after 2, in {_TINY_ROUNDS.value} rounds of profiling then measuring, the "
+        "round with the median error shown.",
         "",
         "Parallelism: the simulator runs one op at a time per device, TF's executor runs independent ops at once "
         "on its inter-op pool. Rows with a 1-thread inter-op pool (TF_NUM_INTEROP_THREADS=1 for profiling and "
         "session alike) are the comparison: ops then run one after another, each kernel still using all cores; "
         "the TF-default row shows what the default pool does to both sides.",
         "",
-        "Two cost sources: `profiled_costs` runs its own session a minute or two before the measurement, and "
-        "on this shared machine the load (and so the time of one step) can change by tens of percent in that "
-        "time, either way; the second simulated column takes the per-op "
-        "times from the traced step the measuring session runs right after its timed steps, which leaves "
-        "out that drift and shows the simulator's own error. A trace records kernels, not the executor's work "
-        "between ops, and tracing adds its own cost to every op it times: both are in these errors. The "
-        "latter dominates the tiny model, whose ops take 1 to 2 us each on average: there a traced op costs "
-        "about as much extra as the op itself (a chain of Identity ops here: about 0.35 us per op traced, "
-        "0.08 us untraced), so profiled costs overstate its step time; ops of the paper-size model take "
-        "milliseconds and the effect vanishes.",
+        "Two cost sources: `profiled_costs` runs its own session before the measurement, and on this shared "
+        "machine the load can change in between (the errors of all rounds, last column, show by how much); the "
+        "second simulated column takes the per-op times from the traced step the measuring session runs right "
+        "after its timed steps, which leaves out that drift. A trace records kernels, not the executor's work "
+        "between ops, and tracing adds its own cost to every op it times: both are in these errors, and weigh "
+        "most where ops are short.",
+        "",
+        *tracing_lines(rows),
         "",
         *fidelity_table(rows),
         "",
         f"Target: simulated within {TARGET:.0%} of measured. The machine is shared (2 cores, other jobs running), "
         "so absolute times are noisy; the simulated and measured times of one row ran back to back in one process.",
     ]
-    if oom:
-        body += ["", "### Single-GPU NMT memory (paper: OOM)", "", *oom_lines(oom)]
-    body += ["", f"Total run: {time.time() - t0:.0f} s."]
-    from bench import report  # noqa: PLC0415
 
-    report.update_section("fidelity", "Simulator fidelity", "\n".join(body), "bench/fidelity.py")
-    print("\n".join(body))
+
+def main(argv) -> None:
+    del argv
+    from bench import fidelity_memory, fidelity_split, report  # noqa: PLC0415
+
+    t0 = time.time()
+    parts = set(_PARTS.value)
+    inter_op = _INTER_OP.value
+    if inter_op > 0:
+        # Read by TF when it creates its first session; nothing has run yet.
+        os.environ["TF_NUM_INTEROP_THREADS"] = str(inter_op)
+    rows = run_rows(_MODELS.value, inter_op) if "single" in parts else []
+    if _JSON_OUT.value:
+        with open(_JSON_OUT.value, "w") as f:
+            json.dump(rows, f)
+        return
+    if _DEFAULT_POOL_MODEL.value and "single" in parts:
+        rows += child_rows(
+            _DEFAULT_POOL_MODEL.value,
+            ["--inter_op_threads=0", f"--tiny_steps={_TINY_STEPS.value}", f"--tiny_rounds={_TINY_ROUNDS.value}"],
+        )
+    oom = fidelity_memory.oom_check() if _OOM_CHECK.value and "oom" in parts else None
+    if oom:
+        print(f"k80x4 single_gpu NMT: failure {oom['failure']}, peak {oom['peak_bytes'] / 2**30:.2f} GiB", flush=True)
+    if "single" in parts or oom:
+        body = single_device_body(rows) if rows else []
+        if oom:
+            body += ["", "### Single-GPU NMT memory (paper: OOM)", "", *fidelity_memory.oom_lines(oom)]
+        body += ["", f"Total run: {time.time() - t0:.0f} s, commit {fidelity_split.commit()}."]
+        report.update_section("fidelity", "Simulator fidelity", "\n".join(body), "bench/fidelity.py")
+        print("\n".join(body))
+    if "split" in parts:
+        t1 = time.time()
+        results = []
+        for spec in _SPLIT_MODELS.value:
+            results.append(
+                fidelity_split.model_rows(
+                    spec, _SPLIT_CLUSTER.value, _SPLIT_RANDOM.value, _SPLIT_STEPS.value, _SPLIT_SAMPLES.value, 0
+                )
+            )
+            print(f"{spec}: {fidelity_split.summary(results[-1][0])}", flush=True)
+        body = [
+            *fidelity_split.DESCRIPTION,
+            "",
+            *fidelity_split.section(results, _SPLIT_CLUSTER.value, 0),
+            "",
+            f"Total: {time.time() - t1:.0f} s, commit {fidelity_split.commit()}.",
+        ]
+        report.update_section(
+            "fidelity_split", "Simulator against Grappler, split placements", "\n".join(body), "bench/fidelity.py"
+        )
+        print("\n".join(body))
 
 
 if __name__ == "__main__":

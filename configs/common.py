@@ -198,3 +198,8 @@ def parse_variant(variant: str, keys: tuple[str, ...] = ("layers", "batch")) -> 
             raise InputError(f"config variant {variant!r}: {key} must be a positive integer, got {value!r}")
         overrides[key] = int(value)
     return tiny, overrides
+
+
+def get_config() -> ml_collections.ConfigDict:
+    """The shared sections alone, with no model: the defaults for a graph read from a file (--graph)."""
+    return attach(ml_collections.ConfigDict())

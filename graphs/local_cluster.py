@@ -14,7 +14,9 @@ are set by `configure_logical_cpus`:
     same N devices at any time.
 
 Memory: a GPU reports its own limit; logical CPU devices share the
-machine's RAM (MemAvailable in /proc/meminfo), each given an equal share.
+machine's RAM (MemAvailable in /proc/meminfo, else the available pages that
+sysconf reports), each given an equal share. When neither can be read,
+`--cluster=local` is refused rather than given a guessed size.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ import tensorflow as tf
 from tensorflow.python.client import device_lib
 
 from placer.core import cluster as cluster_lib
+from placer.core.errors import InputError
 
 _num_cpus = 1
-_FALLBACK_MEMORY = 8 << 30  # bytes, when /proc/meminfo cannot be read.
 # TF's default link for the local machine: a memcpy, about 10 GB/s.
 LOCAL_BANDWIDTH = 1e10
 
@@ -63,7 +65,11 @@ def num_logical_cpus() -> int:
 
 
 def available_memory_bytes() -> int:
-    """MemAvailable from /proc/meminfo in bytes (psutil-free), or 8 GiB if unknown."""
+    """MemAvailable from /proc/meminfo in bytes (psutil-free), else sysconf's available pages.
+
+    Raises:
+      InputError: neither source can be read.
+    """
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -74,7 +80,10 @@ def available_memory_bytes() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
     except (ValueError, OSError):
-        return _FALLBACK_MEMORY
+        raise InputError(
+            "--cluster=local: cannot read this machine's available memory (/proc/meminfo, sysconf); "
+            "give a cluster file with each device's memory_bytes instead"
+        ) from None
 
 
 def discover(num_cpus: int | None = None) -> cluster_lib.Cluster:

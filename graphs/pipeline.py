@@ -3,13 +3,16 @@
 Shared by the binaries: a model config is built with TensorFlow, extracted,
 and given Grappler costs for the cluster's device types; a graph JSON file
 already carries its costs. Costed graphs are cached, keyed by the model
-config and the cluster's device properties, so a second run skips TF.
+config, the cluster's device properties, the code that costs it and the
+installed TensorFlow version (Grappler's cost model changes between
+releases), so a second run skips TF.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.metadata
 import json
 import os
 import time
@@ -44,10 +47,21 @@ _SOURCES = ("models", "graphs/extract.py", "graphs/costs.py", "graphs/tf_util.py
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def tensorflow_version() -> str:
+    """The installed TensorFlow distribution's version, read without importing TF ("" if none)."""
+    for dist in ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos"):
+        try:
+            return f"{dist}=={importlib.metadata.version(dist)}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return ""
+
+
 def _cache_key(model_config, cluster: Cluster) -> str:
     devices = sorted({(d.type, d.memory_bytes, d.speed, d.peak_gflops, d.memory_bandwidth) for d in cluster.devices})
     h = hashlib.sha256()
-    h.update(json.dumps({"model": model_config.to_dict(), "devices": devices}, sort_keys=True, default=str).encode())
+    key = {"model": model_config.to_dict(), "devices": devices, "tensorflow": tensorflow_version()}
+    h.update(json.dumps(key, sort_keys=True, default=str).encode())
     for source in _SOURCES:
         path = os.path.join(_ROOT, source)
         files = (
@@ -59,6 +73,25 @@ def _cache_key(model_config, cluster: Cluster) -> str:
             with open(f, "rb") as fh:
                 h.update(fh.read())
     return h.hexdigest()[:16]
+
+
+def require_costs(graph: OpGraph, cluster: Cluster, source: str) -> None:
+    """Checks that a graph read from a file has op costs for at least one of the cluster's device types.
+
+    Raises:
+      InputError: naming `source` and what is missing.
+    """
+    need = list(dict.fromkeys(d.type for d in cluster.devices))
+    if not graph.device_types or graph.compute_cost.size == 0:
+        raise InputError(
+            f"{source}: graph {graph.name!r} has no op costs (field 'device_types' is empty); "
+            f"write it with placer-extract --costs=grappler --cluster={cluster.name}"
+        )
+    if not set(need) & set(graph.device_types):
+        raise InputError(
+            f"{source}: graph {graph.name!r} has op costs for {', '.join(graph.device_types)}, none for the device "
+            f"types of cluster {cluster.name!r} ({', '.join(need)}); write it with placer-extract --cluster={cluster.name}"
+        )
 
 
 def load_graph(
@@ -81,7 +114,9 @@ def load_graph(
     if (config is None) == (graph_path is None):
         raise InputError("give exactly one of --config and --graph")
     if graph_path is not None:
-        return Loaded(graph_io.load(graph_path), None, time.time() - t0)
+        graph = graph_io.load(graph_path)
+        require_costs(graph, cluster, graph_path)
+        return Loaded(graph, None, time.time() - t0)
     path = os.path.join(CACHE_DIR, f"{config.model.name}-{_cache_key(config.model, cluster)}.graph.json.gz")
     if use_cache and not need_model and os.path.exists(path):
         try:

@@ -22,7 +22,9 @@ import numpy as np
 from tensorflow.core.protobuf import device_properties_pb2, meta_graph_pb2
 from tensorflow.python.grappler import cluster as gcluster
 
-from placer.core.cluster import Device
+from graphs import extract
+from placer.core import colocation
+from placer.core.cluster import Cluster, Device
 from placer.core.measurement import ERROR, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
 
@@ -138,23 +140,36 @@ def short_device_name(name: str) -> str:
 
 def colocation_violation(graph: OpGraph, devices: np.ndarray) -> str | None:
     """Returns a message if ops sharing a colocation key sit on different devices."""
-    seen: dict[str, int] = {}
-    for i, key in enumerate(graph.colocation):
-        if not key:
-            continue
-        d = int(devices[i])
-        if seen.setdefault(key, d) != d:
-            return f"colocation: op {graph.names[i]!r} of colocation group {key!r} is on another device than the group"
-    return None
+    breaks = colocation.colocation_breaks(graph, devices)
+    if not breaks:
+        return None
+    i, first = breaks[0]
+    key = graph.colocation[i]
+    return f"colocation: op {graph.names[i]!r} of colocation group {key!r} is on another device than the group"
 
 
 class OneAtATime:
     """Base of the TF backends: measures placements one by one with `measure_devices`.
 
-    Subclasses set `graph` and define `measure_devices([n_ops] device indices) -> Measurement`.
+    Subclasses call `prepare(graph, cluster)` and define
+    `measure_devices([n_ops] device indices) -> Measurement`.
     """
 
     graph: OpGraph
+    cluster: Cluster
+
+    def prepare(self, graph: OpGraph, cluster: Cluster) -> None:
+        """Keeps the graph and cluster, and which op has a kernel for which device."""
+        self.graph = graph
+        self.cluster = cluster
+        self._index = graph.index()
+        types = sorted({d.type for d in cluster.devices})
+        mask = extract.kernel_mask(graph, types)
+        self._runnable = mask[:, [types.index(d.type) for d in cluster.devices]]  # [n, D]
+
+    def cannot_run(self, devices: np.ndarray) -> Measurement | None:
+        """The failure of a placement ([n_ops] device indices) that cannot even start, or None."""
+        return cannot_run(self.graph, self.cluster.devices, self._runnable, devices)
 
     def measure(self, placements: Sequence) -> list:
         """Returns one Measurement per placement, in order; never raises for one that cannot run.

@@ -1,23 +1,125 @@
-"""Helpers shared by the absl binaries: expected errors become one line and exit 2."""
+"""Helpers shared by the absl binaries: expected errors become one line and exit 2.
+
+Every binary starts in `run_main`, which also keeps TensorFlow quiet unless
+`--verbosity` (`-v`) of 0 or more asks for its logs: TF's C++ log level is
+set before TF is first imported, and the lines its libraries print while they
+load (before absl's C++ logging is initialised, so no log level reaches them)
+are discarded.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import importlib.abc
+import importlib.machinery
+import os
+import re
 import sys
 from collections.abc import Callable
 
 from placer.core.errors import InputError, one_line
 
 
+def verbosity_asked(argv: list[str]) -> bool:
+    """True when the command line sets absl's --verbosity (or -v) to 0 (info) or more."""
+    value = None
+    for i, arg in enumerate(argv[1:], start=1):
+        m = re.fullmatch(r"--?(?:verbosity|v)(?:=(.*))?", arg)
+        if m:
+            value = m.group(1) if m.group(1) is not None else (argv[i + 1] if i + 1 < len(argv) else None)
+    try:
+        return value is not None and int(value) >= 0
+    except ValueError:
+        return False
+
+
+@contextlib.contextmanager
+def _stderr_discarded():
+    """Points file descriptor 2 at /dev/null for the duration (native libraries write there)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    os.close(null)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class _QuietLoader(importlib.abc.Loader):
+    """Runs a package's own loader with stderr discarded."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        with _stderr_discarded():
+            self._loader.exec_module(module)
+
+
+class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
+    """Finds `tensorflow` as usual, but imports it with stderr discarded."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "tensorflow":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader)
+        return spec
+
+
+def quiet_tensorflow(argv: list[str]) -> None:
+    """Keeps TensorFlow's C++ logs off unless `argv` sets --verbosity to 0 or more.
+
+    Must run before TensorFlow is first imported. A TF_CPP_MIN_LOG_LEVEL the
+    user set is kept.
+    """
+    if verbosity_asked(argv) or "tensorflow" in sys.modules:
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _QuietTensorFlowImport())
+
+
+def own_flags_in_help(main: Callable) -> None:
+    """Makes absl's --help list the flags of `main`'s module and print its docstring.
+
+    absl's --help lists the flags of the module named by sys.argv[0]; an
+    installed console script (placer-train) is not that module.
+    """
+    from absl import flags  # noqa: PLC0415
+
+    module = sys.modules.get(main.__module__)
+    if module is None or main.__module__ == "__main__":
+        return
+    for flag in flags.FLAGS.flags_by_module_dict().get(main.__module__, []):
+        flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    entry = sys.modules.get("__main__")
+    if entry is not None and module.__doc__:
+        entry.__doc__ = module.__doc__
+
+
 def run_main(main: Callable[[list[str]], None]) -> None:
     """Runs an absl `main`, turning InputError into one stderr line and exit status 2."""
-    from absl import app, flags  # noqa: PLC0415
+    from absl import app  # noqa: PLC0415
+    from absl import logging as absl_logging  # noqa: PLC0415
 
-    # TF's checkpointing logs at INFO through absl; show warnings and up unless --verbosity asks.
-    flags.FLAGS.set_default("verbosity", -1)
+    quiet_tensorflow(sys.argv)
+    own_flags_in_help(main)
     started = []
 
     def wrapped(argv):
         started.append(True)
+        if not verbosity_asked(sys.argv):
+            # absl raises an unset --verbosity to INFO once flags are parsed; TF's checkpointing
+            # logs at INFO through absl, so keep warnings and up unless --verbosity asks.
+            absl_logging.set_verbosity(absl_logging.WARNING)
         try:
             main(argv)
         except InputError as e:
@@ -36,26 +138,42 @@ def run_main(main: Callable[[list[str]], None]) -> None:
         sys.exit(2)
 
 
+def loaded_config(config, flag_name: str = "config"):
+    """Returns a parsed config flag's value; ml_collections reads a file lazily, so a missing one fails here.
+
+    Raises:
+      InputError: naming the flag, when its config file cannot be read.
+    """
+    try:
+        "model" in config  # noqa: B015  (the first access loads the file)
+    except OSError as e:
+        raise InputError(f"--{flag_name}: {' '.join(str(e).split())}") from None
+    return config
+
+
 def config_error(flag_name: str, exc: BaseException) -> InputError:
     """Wraps a config-file load failure into an InputError naming the flag."""
     return InputError(f"--{flag_name}: {exc}")
 
 
 def config_or_default(config, graph_path: str | None):
-    """The --config given, or the shared defaults when only --graph was given.
+    """The config to train with: --config, or configs/common.py's defaults (no model) for --graph.
+
+    Args:
+      config: the parsed --config (its default is configs/common.py, so that
+        `--config.placer...` overrides work without --config), or None.
+      graph_path: --graph, or None.
 
     Raises:
-      InputError: neither --config nor --graph was given.
+      InputError: no model config and no --graph.
     """
-    if config is not None:
-        return config
-    if graph_path is None:
+    if config is None:
+        from configs import common  # noqa: PLC0415
+
+        config = common.get_config()
+    if graph_path is None and "model" not in config:
         raise InputError("give --config=configs/MODEL.py or --graph=FILE")
-    import ml_collections  # noqa: PLC0415
-
-    from configs import common  # noqa: PLC0415
-
-    return common.attach(ml_collections.ConfigDict())
+    return config
 
 
 def load_cluster(spec: str):

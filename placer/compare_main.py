@@ -4,11 +4,13 @@
   placer-compare --graph=nmt.graph.json.gz --cluster=k80x2 --methods=single_gpu,expert,scotch \
       --placements=runs/nmt/best_placement.json --out=cmp/ --timeline=rl
 
-Prints the table (step time or failure such as OOM, speedup over the expert
-and single-GPU placements, ratio to the lower bound, place time, peak memory
-per device). With --out it writes table.md, table.csv, step_times.png and
-timeline_<method>.png (the simulated schedule of --timeline, default the
-fastest placement). Bad input (an unknown method, a placement file made for
+Prints the table (step time or failure such as OOM, speedup over the
+reference placement (--reference, default the expert's) and the single-GPU
+one, ratio to the lower bound, place time, peak memory per device), and why
+a speedup column is n/a. With --out it writes table.md, table.csv,
+step_times.png, timeline_<method>.png (the simulated schedule of --timeline,
+default the fastest placement) and placement_<method>.json for each baseline
+that placed the graph. Bad input (an unknown method, a placement file made for
 another graph, a GPU baseline on a cluster without GPU) is one line
 "error: ..." on stderr and exit status 2.
 """
@@ -37,6 +39,12 @@ _PLACEMENTS = flags.DEFINE_list("placements", [], "Placement JSON files to compa
 _OUT = flags.DEFINE_string("out", None, "Folder for table.md, table.csv, step_times.png, timeline_<method>.png.")
 _TIMELINE = flags.DEFINE_string("timeline", None, "Row whose simulated schedule is drawn (default: the fastest).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every baseline.")
+_REFERENCE = flags.DEFINE_string(
+    "reference",
+    None,
+    "Placement the 'vs' speedup column compares with: a baseline name (added to --methods if missing), "
+    "a row of --placements, or a placement JSON file (compared too); default: expert, when among --methods.",
+)
 
 
 def parse_methods(spec: str) -> tuple[list[str], bool]:
@@ -80,30 +88,53 @@ def main(argv: list[str]) -> None:
         raise InputError("give exactly one of --config and --graph")
     spec = _CLUSTER.value or (config.get("cluster") if config is not None else None) or "k80x4"
     cluster = cli.load_cluster(spec)
-    given = [Placement.load(p) for p in _PLACEMENTS.value]
+    paths = list(_PLACEMENTS.value)
+    reference = _REFERENCE.value or compare_lib.EXPERT
+    from_file = reference.endswith((".json", ".json.gz")) or os.path.sep in reference
+    if from_file and reference not in paths:
+        paths.append(reference)
+    elif _REFERENCE.value is not None and not from_file and reference in registry_names() and reference not in methods:
+        methods.append(reference)
+    given = [Placement.load(p) for p in paths]
     loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
-    for path, p in zip(_PLACEMENTS.value, given, strict=True):
+    for path, p in zip(paths, given, strict=True):
         compare_lib.on_cluster(p, graph, cluster, path)  # fail on a wrong file before placing anything
     taken = set(methods)
     labels = []
-    for i, (path, p) in enumerate(zip(_PLACEMENTS.value, given, strict=True)):
+    for i, (path, p) in enumerate(zip(paths, given, strict=True)):
         base = p.metadata.get("method") or os.path.basename(path).split(".")[0]
         labels.append(compare_lib.label(p.with_metadata(method=base), i, taken))
         taken.add(labels[-1])
+    if from_file:
+        reference = labels[paths.index(reference)]
+    elif _REFERENCE.value is not None and reference not in taken:
+        raise InputError(
+            f"--reference: {reference!r} is neither a baseline, a row of --placements ({', '.join(labels) or 'none'}) "
+            "nor a placement file"
+        )
     measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model)
-    rows = compare_lib.compare(graph, cluster, measurer, methods, given, seed=_SEED.value, strict=strict, labels=labels)
+    rows = compare_lib.compare(
+        graph, cluster, measurer, methods, given, seed=_SEED.value, strict=strict, labels=labels, reference=reference
+    )
     print(
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
         f"measure: {_MEASURE.value}"
     )
-    print(compare_lib.terminal_text(rows, cluster.device_names), end="")
+    print(compare_lib.terminal_text(rows, cluster.device_names, reference), end="")
     if _OUT.value:
-        write_outputs(_OUT.value, rows, graph, cluster, measurer, _TIMELINE.value)
+        write_outputs(_OUT.value, rows, graph, cluster, measurer, _TIMELINE.value, reference)
 
 
-def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None) -> None:
-    """Writes table.md, table.csv, step_times.png and timeline_<method>.png into `out`.
+def registry_names() -> list[str]:
+    """The registered baseline names."""
+    from baselines import registry  # noqa: PLC0415
+
+    return registry.names()
+
+
+def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None, reference: str) -> None:
+    """Writes table.md, table.csv, step_times.png, timeline_<method>.png and the baselines' placements into `out`.
 
     Raises:
       InputError: --timeline names no row, or a row that has no placement.
@@ -122,10 +153,15 @@ def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None
         raise InputError(f"--timeline: {row.method!r} has no placement ({row.message})")
     os.makedirs(out, exist_ok=True)
     title = f"{graph.name} on {cluster.name}"
-    compare_lib.write_markdown(os.path.join(out, "table.md"), rows, cluster.device_names, title=title)
-    compare_lib.write_csv(os.path.join(out, "table.csv"), rows, cluster.device_names)
+    compare_lib.write_markdown(os.path.join(out, "table.md"), rows, cluster.device_names, title, reference)
+    compare_lib.write_csv(os.path.join(out, "table.csv"), rows, cluster.device_names, reference)
     plots.plot_step_times(rows, os.path.join(out, "step_times.png"), title=title)
     written = ["table.md", "table.csv", "step_times.png"]
+    for r in rows:
+        if r.placement is not None and r.place_seconds is not None:  # a baseline's, not a given file
+            name = f"placement_{file_safe(r.method)}.json"
+            r.placement.save(os.path.join(out, name))
+            written.append(name)
     if row is not None:
         sim = measurer if isinstance(measurer, Simulator) else Simulator(graph, cluster)
         result = sim.simulate(row.placement.devices, op_group=row.placement.groups, trace=True)

@@ -1,26 +1,26 @@
-"""placer-extract: build or load a training graph, group it, print a summary.
+"""placer-extract: a training graph, extracted with op costs, grouped and summarised.
 
-  placer-extract --config=configs/nmt.py:tiny --out=nmt.graph.json.gz
-  placer-extract --metagraph=model.meta --name=mymodel
+  placer-extract --config=configs/nmt.py:tiny --cluster=k80x4 --out=nmt.graph.json.gz
+  placer-extract --metagraph=model.meta --name=mymodel --costs=profile --out=mymodel.graph.json
   placer-extract --graph=nmt.graph.json.gz
 
-Prints the number of ops, edges (data / control), groups, op types (and the
-most common ones), and the extraction and grouping wall times. Bad input
-(unknown model, missing or corrupt config, metagraph or graph file) is one
-line "error: ..." on stderr and exit status 2, and nothing is written.
+The written graph carries a cost per op for each device type of --cluster
+(Grappler's analytical model by default; --costs=profile times the ops on
+this machine's devices; --costs=none writes none, and then the graph cannot
+be placed). Prints the number of ops, edges (data / control), groups, op
+types (and the most common ones), the device types with costs, and the
+extraction and grouping wall times. Bad input (unknown model, missing or
+corrupt config, metagraph or graph file) is one line "error: ..." on stderr
+and exit status 2, and nothing is written.
 """
 
 from __future__ import annotations
-
-import collections
-import os
-import time
 
 from absl import flags
 from ml_collections import config_flags
 
 from placer import cli
-from placer.core import grouping, io
+from placer.core import io
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
@@ -28,6 +28,17 @@ _METAGRAPH = flags.DEFINE_string("metagraph", None, "MetaGraphDef file (binary o
 _NAME = flags.DEFINE_string("name", None, "Graph name for --metagraph (default: the file name).")
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file (graphs/io format): no extraction, just grouping.")
 _OUT = flags.DEFINE_string("out", None, "Write the extracted graph here as graph JSON (.gz = gzip).")
+_COSTS = flags.DEFINE_enum(
+    "costs",
+    "grappler",
+    ["grappler", "profile", "none"],
+    "Op costs to attach: Grappler's model of each device type of --cluster, times profiled on this machine, or none.",
+)
+_CLUSTER = flags.DEFINE_string(
+    "cluster",
+    None,
+    "Cluster whose device types get Grappler costs: preset, JSON file or 'local' (default: the config's, else k80x4).",
+)
 _TARGET = flags.DEFINE_integer(
     "target_groups", None, "Coarsen to at most this many groups (0 = none; default: the config's, else 256)."
 )
@@ -37,69 +48,29 @@ _DEVICES = flags.DEFINE_integer(
 _TOP = flags.DEFINE_integer("top_types", 10, "How many of the most common op types to print.")
 
 
-def _load_graph():
-    """Returns (OpGraph, grouping options, extraction seconds) from the flags."""
-    sources = [s for s in (_CONFIG.value is not None, _METAGRAPH.value, _GRAPH.value) if s]
-    if len(sources) != 1:
-        raise InputError("give exactly one of --config, --metagraph, --graph")
-    options = {}
-    start = time.perf_counter()
-    if _GRAPH.value:
-        graph = io.load(_GRAPH.value)
-        return graph, options, None
-    from graphs import extract  # noqa: PLC0415  (TensorFlow only when extracting)
-
-    if _METAGRAPH.value:
-        meta = extract.load_metagraph(_METAGRAPH.value)
-        name = _NAME.value or os.path.basename(_METAGRAPH.value).split(".")[0]
-        graph = extract.extract(meta, name=name)
-    else:
-        import models  # noqa: PLC0415
-
-        config = _CONFIG.value
-        try:
-            "model" in config  # noqa: B015  (a config that failed to load raises here)
-        except OSError as e:
-            raise InputError(f"--config: {' '.join(str(e).split())}") from None
-        built = models.build(config)
-        graph = extract.extract(built.graph, name=built.name)
-        g = config.get("placer", {}).get("grouping", {})
-        options = {k: g[k] for k in ("merge_single_consumer", "max_group_ops", "target_groups") if k in g}
-    return graph, options, time.perf_counter() - start
-
-
 def main(argv: list[str]) -> None:
     del argv
-    graph, options, extract_s = _load_graph()
-    start = time.perf_counter()
-    options.setdefault("target_groups", 256)
-    if _TARGET.value is not None:
-        options["target_groups"] = _TARGET.value
+    from graphs import extract_lib  # noqa: PLC0415
+
     if _DEVICES.value <= 0:
         raise InputError(f"--devices must be positive, got {_DEVICES.value}")
-    options["min_groups"] = grouping.group_floor(options["target_groups"], _DEVICES.value)
-    groups = grouping.group(graph, **options)
-    group_s = time.perf_counter() - start
+    config = None if _CONFIG.value is None else cli.loaded_config(_CONFIG.value)
+    if sum(1 for s in (config is not None, _METAGRAPH.value, _GRAPH.value) if s) != 1:
+        raise InputError("give exactly one of --config, --metagraph, --graph")
+    if _GRAPH.value:
+        extracted = extract_lib.from_file(_GRAPH.value)
+    else:
+        spec = _CLUSTER.value or (config.get("cluster") if config is not None else None) or "k80x4"
+        cluster = cli.load_cluster(spec)
+        if config is not None:
+            extracted = extract_lib.from_config(config, cluster, _COSTS.value)
+        else:
+            extracted = extract_lib.from_metagraph(_METAGRAPH.value, _NAME.value, cluster, _COSTS.value)
+    lines = extract_lib.summary(extracted, _TARGET.value, _TOP.value, num_devices=_DEVICES.value)
     if _OUT.value:
-        io.save(graph, _OUT.value)
-
-    n_control = int(graph.edge_control.sum())
-    types = collections.Counter(graph.types.tolist())
-    sizes = groups.sizes()
-    print(f"graph: {graph.name}")
-    print(f"ops: {graph.num_ops}")
-    print(f"edges: {graph.num_edges} ({graph.num_edges - n_control} data, {n_control} control)")
-    print(
-        f"groups: {groups.num_groups} (largest {int(sizes.max()) if len(sizes) else 0} ops, "
-        f"{groups.num_leaders} tie classes, floor {options['min_groups']})"
-    )
-    print(f"op types: {len(types)}")
-    print("top op types: " + ", ".join(f"{t} {c}" for t, c in types.most_common(_TOP.value)))
-    if extract_s is not None:
-        print(f"extraction time: {extract_s:.2f} s")
-    print(f"grouping time: {group_s:.2f} s")
-    if _OUT.value:
-        print(f"wrote {_OUT.value}")
+        io.save(extracted.graph, _OUT.value)
+        lines.append(f"wrote {_OUT.value}")
+    print("\n".join(lines))
 
 
 def run() -> None:

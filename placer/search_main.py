@@ -1,12 +1,17 @@
 """placer-search: concurrent placement searches sharing a pool of measurement slots.
 
-Every epoch the pool's slots go to the searches by SLAQ (most predicted loss
-reduction) or fair share; `--policy=both` runs the same jobs file under SLAQ,
-then fair share, and prints both tables.
+Every epoch the pool's slots go to the searches by an allocator: `slaq` (most
+predicted loss reduction; Zhang et al., SoCC 2017), `slaq-safe` (SLAQ only for
+searches whose recent predictions held, the fair share for the others), `fair`
+(the work-conserving fair share, the reference) or `fair-static` (an even
+split that leaves a capped search's spare slots idle). `--policy=both` runs
+SLAQ then fair on the same jobs, `--policy=all` every allocator.
+`--trace=FILE` replays a recorded trace CSV instead of running searches
+(no TensorFlow), writing the same outputs and tables.
 
 Example:
-  placer-search --jobs=configs/searches/demo.py --slots=4 --epoch_s=2 \
-      --policy=both --workdir=/tmp/search
+  placer-search --jobs=configs/searches/demo.py --slots=4 --policy=both --workdir=/tmp/search
+  placer-search --trace=bench/data/search_trace.csv --slots=32 --policy=all --workdir=/tmp/replay
   placer-search --jobs=configs/searches/demo.py --slots=16 --engine=ray \
       --ray_address=HEAD:6379 --workdir=/tmp/search
 """
@@ -14,24 +19,57 @@ Example:
 from absl import flags
 
 from placer import cli
+from placer.core.errors import InputError
+from placer.sharing.allocators import ALLOCATORS, OBJECTIVES
+from placer.sharing.slaq import DEFAULT_EPOCH_S, NORMALISERS
 
-_JOBS = flags.DEFINE_string("jobs", None, "Jobs file, e.g. configs/searches/demo.py.", required=True)
+_JOBS = flags.DEFINE_string("jobs", None, "Jobs file (a .py config), e.g. configs/searches/demo.py.")
+_TRACE = flags.DEFINE_string("trace", None, "SLAQ trace CSV to replay instead of --jobs (docs/formats.md).")
 _SLOTS = flags.DEFINE_integer("slots", 4, "Measurement slots in the pool.")
-_EPOCH = flags.DEFINE_float("epoch_s", 2.0, "Seconds between reallocations of the slots.")
-_POLICY = flags.DEFINE_enum("policy", "slaq", ["slaq", "fair", "both"], "Slot allocation policy.")
+_EPOCH = flags.DEFINE_float("epoch_s", DEFAULT_EPOCH_S, "Seconds between reallocations of the slots.")
+_POLICY = flags.DEFINE_enum("policy", "slaq", [*ALLOCATORS, "both", "all"], "Slot allocator (both: slaq and fair).")
+_OBJECTIVE = flags.DEFINE_enum(
+    "objective", "total", list(OBJECTIVES), "SLAQ's objective: summed loss reduction, or the worst job first."
+)
 _NORMALISE = flags.DEFINE_enum(
     "normalise",
     "max_change",
-    ["max_change", "fitted_total"],
+    list(NORMALISERS),
     "SLAQ's normaliser of loss reductions: the largest change so far (SLAQ paper) or the fitted total reduction.",
+)
+_LOSS = flags.DEFINE_enum(
+    "loss",
+    "mean",
+    ["mean", "best", "baseline"],
+    "A search's loss for the allocator: mean sqrt step time of its batch, sqrt of the best step time so far, "
+    "or the REINFORCE moving-average baseline.",
 )
 _ENGINE = flags.DEFINE_enum("engine", "inprocess", ["inprocess", "ray"], "Where measurement workers run.")
 _RAY_ADDRESS = flags.DEFINE_string("ray_address", None, "Ray cluster address (default: start a local Ray).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
 
 
+def _policies() -> list[str]:
+    return {"both": ["slaq", "fair"], "all": list(ALLOCATORS)}.get(_POLICY.value, [_POLICY.value])
+
+
 def main(argv):
     del argv
+    if (_JOBS.value is None) == (_TRACE.value is None):
+        raise InputError("give exactly one of --jobs (run searches) and --trace (replay a trace CSV)")
+    sharing = {"normalise": _NORMALISE.value, "objective": _OBJECTIVE.value}
+    if _TRACE.value is not None:
+        from placer.sharing import replay  # noqa: PLC0415 (no TensorFlow on this path)
+
+        replay.replay(
+            _TRACE.value,
+            slots=_SLOTS.value,
+            epoch_s=_EPOCH.value,
+            policies=_policies(),
+            workdir=_WORKDIR.value,
+            **sharing,
+        )
+        return
     from placer.sharing import jobs as search_jobs  # noqa: PLC0415
 
     work = search_jobs.load_workload(_JOBS.value)  # every error here comes before anything starts
@@ -57,10 +95,11 @@ def main(argv):
         work,
         slots=_SLOTS.value,
         epoch_s=_EPOCH.value,
-        policy=_POLICY.value,
+        policy=_policies(),
         workdir=_WORKDIR.value,
         engine_factory=engine_factory,
-        normalise=_NORMALISE.value,
+        loss=_LOSS.value,
+        **sharing,
     )
 
 

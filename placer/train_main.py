@@ -8,10 +8,15 @@ Example:
 from absl import flags
 from ml_collections import config_flags
 
+from configs import common
 from placer import cli
+from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file(
-    "config", None, "Model config file, e.g. configs/nmt.py or configs/nmt.py:tiny."
+    "config",
+    common.__file__,
+    "Model config file, e.g. configs/nmt.py or configs/nmt.py:tiny (default: configs/common.py, the search "
+    "settings without a model, for --graph); any field can be overridden, e.g. --config.placer.train.steps=10.",
 )
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file to place instead of the config's model.")
 _CLUSTER = flags.DEFINE_string("cluster", None, "Cluster preset or JSON file (default: the config's).")
@@ -20,6 +25,9 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
 _STEPS = flags.DEFINE_integer("steps", 200, "Total policy-gradient steps.")
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 _RESUME = flags.DEFINE_bool("resume", False, "Continue the search saved in --workdir.")
+_MAX_MINUTES = flags.DEFINE_float(
+    "max_minutes", 0.0, "Stop training after this many minutes of wall time (0 = no limit); results are still written."
+)
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
 _INIT_FROM = flags.DEFINE_string("init_from", None, "Policy folder from placer-pretrain to fine-tune (graph policy).")
 
@@ -28,6 +36,8 @@ def main(argv):
     del argv
     from placer.rl import train_lib  # noqa: PLC0415 (imports TensorFlow)
 
+    if _MAX_MINUTES.value < 0:
+        raise InputError(f"--max_minutes must be 0 (no limit) or positive, got {_MAX_MINUTES.value:g}")
     config = cli.config_or_default(_CONFIG.value, _GRAPH.value)
     if _CLUSTER.value:
         config.cluster = _CLUSTER.value
@@ -41,6 +51,7 @@ def main(argv):
         resume=_RESUME.value,
         graph_path=_GRAPH.value,
         progress=_PROGRESS.value,
+        max_seconds=60.0 * _MAX_MINUTES.value,
         init_from=_INIT_FROM.value,
     )
 

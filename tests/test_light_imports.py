@@ -15,6 +15,7 @@ LIGHT = [
     "placer.measure.bounds",
     "placer.sharing.slaq",
     "placer.sharing.slaq_curves",
+    "placer.sharing.allocators",
     "baselines.registry",
 ]
 

@@ -35,6 +35,7 @@ from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import meta_graph_pb2
 
 from graphs import extract, tf_util
+from placer.core import colocation
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
@@ -192,11 +193,10 @@ def validate(
                 "placer.apply.follow_resources moves them there"
             )
     devs = [where[n] for n in graph.names]
-    seen: dict[str, str] = {}
-    broken = []
-    for name, key, dev in zip(graph.names, graph.colocation, devs, strict=True):
-        if key and seen.setdefault(key, dev) != dev:
-            broken.append(f"{name} on {dev}, group {key!r} on {seen[key]}")
+    broken = [
+        f"{graph.names[i]} on {devs[i]}, group {graph.colocation[i]!r} on {devs[first]}"
+        for i, first in colocation.colocation_breaks(graph, np.asarray(devs, dtype=object))
+    ]
     if broken:
         raise InputError(
             f"{source}: {len(broken)} ops break colocation (ops sharing a colocation key must "

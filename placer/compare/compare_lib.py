@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Sequence
 
-import numpy as np
+import tabulate
 
 from baselines import registry
 from placer.core import atomic
@@ -24,7 +24,7 @@ from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.measurement import Measurer
 from placer.core.op_graph import OpGraph
-from placer.core.placement import Placement
+from placer.core.placement import Placement, on_cluster
 from placer.measure import bounds
 
 EXPERT = "expert"
@@ -51,8 +51,10 @@ class Row:
       step_time: seconds per training step; None when the placement failed.
       failure: None, a failure kind of placer.core.measurement ("oom", ...), or
         "n/a" when the baseline could not place this graph on this cluster.
-      speedup_vs_expert: expert step time / this step time (> 1 is faster);
-        None when either failed or the expert was not measured.
+      speedup_vs_reference: the reference row's step time / this step time
+        (> 1 is faster); None when either failed or the reference was not
+        measured. The reference is the expert placement unless `compare` was
+        given another.
       speedup_vs_single_gpu: the same against the single-GPU placement.
       ratio_to_lower_bound: step time / placer.measure.bounds.lower_bound (>= 1).
       peak_memory: peak bytes per device, in the cluster's device order.
@@ -65,7 +67,7 @@ class Row:
     method: str
     step_time: float | None
     failure: str | None
-    speedup_vs_expert: float | None
+    speedup_vs_reference: float | None
     speedup_vs_single_gpu: float | None
     ratio_to_lower_bound: float | None
     peak_memory: tuple[float, ...]
@@ -85,40 +87,6 @@ def speedup(reference: float | None, step_time: float | None) -> float | None:
     return reference / step_time
 
 
-def on_cluster(placement: Placement, graph: OpGraph, cluster: Cluster, source: str) -> Placement:
-    """Checks a given placement against the graph and re-indexes it to the cluster's devices.
-
-    Args:
-      placement: a loaded placement.
-      graph: the graph it must have been made for.
-      cluster: the cluster it is measured on.
-      source: file name or label used in error messages.
-
-    Returns:
-      The same placement with device indices into `cluster.device_names`.
-
-    Raises:
-      InputError: another graph (fingerprint or op count), or a device the
-        cluster does not have.
-    """
-    if len(placement.devices) != graph.num_ops:
-        raise InputError(
-            f"{source}: field 'ops' has {len(placement.devices)} entries, graph {graph.name!r} has {graph.num_ops} ops"
-        )
-    placement.check_graph(graph, source)
-    pos = {n: i for i, n in enumerate(cluster.device_names)}
-    for d in np.unique(placement.devices):
-        name = placement.device_names[int(d)]
-        if name not in pos:
-            raise InputError(
-                f"{source}: field 'devices' names {name!r}, not a device of cluster "
-                f"{cluster.name!r} ({', '.join(cluster.device_names)})"
-            )
-    remap = np.array([pos.get(n, 0) for n in placement.device_names], dtype=np.int64)
-    devices = remap[np.asarray(placement.devices, dtype=np.int64)]
-    return Placement.from_ops(graph, devices, cluster.device_names, groups=placement.groups, **placement.metadata)
-
-
 def label(placement: Placement, index: int, taken: set[str]) -> str:
     """A unique row name for a given placement: its metadata method, else "placement<index>"."""
     base = str(placement.metadata.get("method") or f"placement{index}")
@@ -126,6 +94,30 @@ def label(placement: Placement, index: int, taken: set[str]) -> str:
     while name in taken:
         name, k = f"{base}_{k}", k + 1
     return name
+
+
+def _place_baselines(
+    graph: OpGraph, cluster: Cluster, methods: Sequence[str], seed: int, strict: bool, measurer: Measurer
+) -> list[tuple[str, Placement | None, float | None, str]]:
+    """(name, placement or None, place seconds, message) per baseline; see `compare`.
+
+    The searches in registry.MEASURED measure their candidates with `measurer`.
+    """
+    for m in methods:
+        registry.get(m)  # unknown names fail before any work
+    out = []
+    for m in methods:
+        t0 = time.perf_counter()
+        try:
+            extra = {"measurer": measurer} if m in registry.MEASURED else {}
+            p = registry.place(m, graph, cluster, seed=seed, **extra)
+        except InputError as e:
+            if strict:
+                raise
+            out.append((m, None, None, str(e)))
+        else:
+            out.append((m, p, time.perf_counter() - t0, ""))
+    return out
 
 
 def compare(
@@ -138,6 +130,7 @@ def compare(
     seed: int = 0,
     strict: bool = True,
     labels: Sequence[str] | None = None,
+    reference: str = EXPERT,
 ) -> list[Row]:
     """Places `graph` with each baseline, measures them and the given placements.
 
@@ -147,87 +140,66 @@ def compare(
       measurer: the backend every placement is measured with.
       methods: baseline names from baselines.registry, in row order.
       extra_placements: placements of `graph` on `cluster` (e.g. the RL
-        result), checked with `on_cluster`; rows after the baselines.
+        result), checked with placer.core.placement.on_cluster; rows after the baselines.
       seed: passed to every baseline.
       strict: when False, a baseline that raises InputError (no expert rules
         for this graph, no GPU in the cluster) becomes an "n/a" row instead
         of an error.
       labels: row names for `extra_placements` (default: `label`).
+      reference: the row whose step time the `speedup_vs_reference` column
+        divides (a method or a given placement's row name).
 
     Returns:
-      One Row per method, then one per extra placement. Speedups are
-      relative to the "expert" and "single_gpu" rows when they are among the
-      methods and ran; otherwise those columns are None.
+      One Row per method, then one per extra placement. Speedups are relative
+      to the `reference` and "single_gpu" rows when they are among the rows
+      and ran; otherwise those columns are None (`notes` says why).
 
     Raises:
       InputError: an unknown method (the message lists the valid ones), a
         baseline that cannot run here (when strict), or a given placement of
         another graph.
     """
-    for m in methods:
-        registry.get(m)  # unknown names fail before any work
-    names: list[str] = []
-    placements: list[Placement | None] = []
-    seconds: list[float | None] = []
-    messages: list[str] = []
-    for m in methods:
-        t0 = time.perf_counter()
-        try:
-            extra = {"measurer": measurer} if m in registry.MEASURED else {}
-            p = registry.place(m, graph, cluster, seed=seed, **extra)
-        except InputError as e:
-            if strict:
-                raise
-            p, msg = None, str(e)
-        else:
-            msg = ""
-        names.append(m)
-        placements.append(p)
-        seconds.append(None if p is None else time.perf_counter() - t0)
-        messages.append(msg)
-    taken = set(names)
+    entries = _place_baselines(graph, cluster, methods, seed, strict, measurer)
+    taken = {e[0] for e in entries}
     for i, p in enumerate(extra_placements):
         name = labels[i] if labels is not None else label(p, i, taken)
         taken.add(name)
-        names.append(name)
-        placements.append(on_cluster(p, graph, cluster, name))
-        seconds.append(None)
-        messages.append("")
-    runnable = [i for i, p in enumerate(placements) if p is not None]
-    measured = dict(zip(runnable, measurer.measure([placements[i] for i in runnable]), strict=True))
+        entries.append((name, on_cluster(p, graph, cluster, name), None, ""))
+    runnable = [i for i, e in enumerate(entries) if e[1] is not None]
+    measured = dict(zip(runnable, measurer.measure([entries[i][1] for i in runnable]), strict=True))
+    steps = {e[0]: float(measured[i].step_time) for i, e in enumerate(entries) if i in measured and measured[i].ok}
+    ref, ref_gpu = steps.get(reference), steps.get(SINGLE_GPU)
     lb = bounds.lower_bound(graph, cluster)
-
-    def step_of(name: str) -> float | None:
-        for i, n in enumerate(names[: len(methods)]):
-            if n == name and i in measured and measured[i].ok:
-                return float(measured[i].step_time)
-        return None
-
-    ref_expert, ref_gpu = step_of(EXPERT), step_of(SINGLE_GPU)
-    rows = []
     zeros = tuple(0.0 for _ in range(cluster.num_devices))
-    for i, name in enumerate(names):
+    rows = []
+    for i, (name, placement, seconds, message) in enumerate(entries):
         if i not in measured:
-            rows.append(Row(name, None, NOT_APPLICABLE, None, None, None, zeros, None, messages[i]))
+            rows.append(Row(name, None, NOT_APPLICABLE, None, None, None, zeros, None, message))
             continue
         m = measured[i]
         st = float(m.step_time) if m.ok else None
         peak = tuple(float(x) for x in m.peak_memory) if len(m.peak_memory) else zeros
+        ratio = None if st is None or lb <= 0 else st / lb
         rows.append(
-            Row(
-                name,
-                st,
-                m.failure,
-                speedup(ref_expert, st),
-                speedup(ref_gpu, st),
-                None if st is None or lb <= 0 else st / lb,
-                peak,
-                seconds[i],
-                m.message,
-                placements[i],
-            )
+            Row(name, st, m.failure, speedup(ref, st), speedup(ref_gpu, st), ratio, peak, seconds, m.message, placement)
         )
     return rows
+
+
+def notes(rows: Sequence[Row], reference: str = EXPERT) -> list[str]:
+    """Why a speedup column is empty: its reference row is missing, could not place, or failed."""
+    by = {r.method: r for r in rows}
+    out = []
+    for column, name in (("vs " + reference, reference), ("vs single GPU", SINGLE_GPU)):
+        r = by.get(name)
+        if r is None:
+            out.append(f"{column}: n/a, {name} is not among the compared placements")
+        elif not r.ok:
+            why = " ".join(r.message.split()) or status(r)
+            out.append(
+                f"{column}: n/a, {name} {'could not place' if r.failure == NOT_APPLICABLE else 'failed'} ({why})"
+            )
+    return out
 
 
 def best(rows: Sequence[Row]) -> Row | None:
@@ -257,18 +229,23 @@ def _mem(r: Row, unit: float, sep: str) -> str:
     return "" if r.failure == NOT_APPLICABLE else sep.join(f"{x / unit:.2f}" for x in r.peak_memory)
 
 
-def csv_text(rows: Sequence[Row], device_names: Sequence[str]) -> str:
-    """The comparison as CSV: CSV_COLUMNS, then one `peak_bytes:<device>` column per device."""
+def csv_columns(reference: str = EXPERT) -> tuple[str, ...]:
+    """CSV_COLUMNS with the reference's speedup column named after it (speedup_vs_<reference>)."""
+    return tuple(f"speedup_vs_{reference}" if c == "speedup_vs_expert" else c for c in CSV_COLUMNS)
+
+
+def csv_text(rows: Sequence[Row], device_names: Sequence[str], reference: str = EXPERT) -> str:
+    """The comparison as CSV: `csv_columns(reference)`, then one `peak_bytes:<device>` column per device."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*CSV_COLUMNS, *(f"peak_bytes:{d}" for d in device_names)])
+    w.writerow([*csv_columns(reference), *(f"peak_bytes:{d}" for d in device_names)])
     for r in rows:
         w.writerow(
             [
                 r.method,
                 _num(r.step_time, ".9g"),
                 r.failure or "",
-                _num(r.speedup_vs_expert, ".6g"),
+                _num(r.speedup_vs_reference, ".6g"),
                 _num(r.speedup_vs_single_gpu, ".6g"),
                 _num(r.ratio_to_lower_bound, ".6g"),
                 _num(r.place_seconds, ".6g"),
@@ -279,31 +256,12 @@ def csv_text(rows: Sequence[Row], device_names: Sequence[str]) -> str:
     return buf.getvalue()
 
 
-def markdown_text(rows: Sequence[Row], device_names: Sequence[str], title: str = "") -> str:
-    """The comparison as a Markdown table (peak memory in GiB, devices in the cluster's order)."""
-    unit, uname = memory_unit(rows)
-    head = [
-        "method",
-        "step time (s)",
-        "vs expert",
-        "vs single GPU",
-        "/ lower bound",
-        "place time (s)",
-        f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names),
-    ]
-    lines = [f"### {title}\n" if title else "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        lines.append("| " + " | ".join(_cells(r, unit, " / ")) + " |")
-    notes = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
-    return "\n".join(x for x in lines if x) + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
-
-
 def _cells(r: Row, unit: float, sep: str) -> list[str]:
     """One row of the comparison tables as text cells; `sep` joins the per-device memory."""
     return [
         r.method,
         status(r),
-        _num(r.speedup_vs_expert, ".3g"),
+        _num(r.speedup_vs_reference, ".3g"),
         _num(r.speedup_vs_single_gpu, ".3g"),
         _num(r.ratio_to_lower_bound, ".3g"),
         _num(r.place_seconds, ".3f"),
@@ -311,15 +269,32 @@ def _cells(r: Row, unit: float, sep: str) -> list[str]:
     ]
 
 
-def terminal_text(rows: Sequence[Row], device_names: Sequence[str]) -> str:
-    """The comparison as an aligned plain-text table for the terminal."""
+def markdown_text(rows: Sequence[Row], device_names: Sequence[str], title: str = "", reference: str = EXPERT) -> str:
+    """The comparison as a Markdown table (devices in the cluster's order), then the failure and n/a notes."""
     unit, uname = memory_unit(rows)
-    head = ["method", "step (s)", "vs expert", "vs 1 GPU", "/ bound", "place (s)", f"peak {uname} per device"]
-    body = [_cells(r, unit, " ") for r in rows]
-    width = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in width)
-    out = [fmt.format(*head), fmt.format(*("-" * w for w in width))] + [fmt.format(*b) for b in body]
-    out.append("devices: " + ", ".join(device_names))
+    head = [
+        "method",
+        "step time (s)",
+        f"vs {reference}",
+        "vs single GPU",
+        "/ lower bound",
+        "place time (s)",
+        f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names),
+    ]
+    table = tabulate.tabulate([_cells(r, unit, " / ") for r in rows], head, tablefmt="github", disable_numparse=True)
+    lines = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
+    lines += [f"- {n}" for n in notes(rows, reference)]
+    return (f"### {title}\n\n" if title else "") + table + "\n" + ("\n" + "\n".join(lines) + "\n" if lines else "")
+
+
+def terminal_text(rows: Sequence[Row], device_names: Sequence[str], reference: str = EXPERT) -> str:
+    """The comparison as an aligned plain-text table for the terminal, then why any column is n/a."""
+    unit, uname = memory_unit(rows)
+    head = ["method", "step (s)", f"vs {reference}", "vs 1 GPU", "/ bound", "place (s)", f"peak {uname} per device"]
+    table = tabulate.tabulate([_cells(r, unit, " ") for r in rows], head, tablefmt="simple", disable_numparse=True)
+    out = [table, "devices: " + ", ".join(device_names)]
+    out += [f"{r.method}: {' '.join(r.message.split())}" for r in rows if r.failure == NOT_APPLICABLE]
+    out += notes(rows, reference)
     return "\n".join(out) + "\n"
 
 
@@ -328,11 +303,13 @@ def short_device(name: str) -> str:
     return name.removeprefix("/device:")
 
 
-def write_csv(path: str, rows: Sequence[Row], device_names: Sequence[str]) -> None:
-    """Writes `csv_text(rows, device_names)` to `path` atomically."""
-    atomic.write_text(path, csv_text(rows, device_names))
+def write_csv(path: str, rows: Sequence[Row], device_names: Sequence[str], reference: str = EXPERT) -> None:
+    """Writes `csv_text(rows, device_names, reference)` to `path` atomically."""
+    atomic.write_text(path, csv_text(rows, device_names, reference))
 
 
-def write_markdown(path: str, rows: Sequence[Row], device_names: Sequence[str], title: str = "") -> None:
-    """Writes `markdown_text(rows, device_names, title)` to `path` atomically."""
-    atomic.write_text(path, markdown_text(rows, device_names, title))
+def write_markdown(
+    path: str, rows: Sequence[Row], device_names: Sequence[str], title: str = "", reference: str = EXPERT
+) -> None:
+    """Writes `markdown_text(rows, device_names, title, reference)` to `path` atomically."""
+    atomic.write_text(path, markdown_text(rows, device_names, title, reference))

@@ -29,6 +29,10 @@ class Measurement:
       peak_memory: [D] peak bytes per device (what was reached before a failure).
       busy_time: [D] seconds each device spent computing in one step.
       bytes_moved: bytes sent across devices in one step.
+      flag: "" when the backend costed every op as it does in the unplaced
+        graph; otherwise a one-line account of the op whose cost dropped
+        most under this placement (the step time is then not to be trusted,
+        see docs/measure.md).
     """
 
     step_time: float
@@ -37,10 +41,16 @@ class Measurement:
     peak_memory: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     busy_time: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     bytes_moved: float = 0.0
+    flag: str = ""
 
     @property
     def ok(self) -> bool:
         return self.failure is None
+
+    @property
+    def flagged(self) -> bool:
+        """True when some op's cost dropped under this placement (see `flag`)."""
+        return bool(self.flag)
 
     @staticmethod
     def failed(kind: str, message: str, num_devices: int = 0) -> Measurement:

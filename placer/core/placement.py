@@ -162,3 +162,38 @@ def _jsonable(x):
     if isinstance(x, np.ndarray):
         return x.tolist()
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+def on_cluster(placement: Placement, graph: OpGraph, cluster, source: str) -> Placement:
+    """Checks a loaded placement against its graph and cluster, and re-indexes it to the cluster's devices.
+
+    Args:
+      placement: a loaded placement.
+      graph: the graph it must have been made for.
+      cluster: the placer.core.cluster.Cluster it is measured on.
+      source: file name or label used in error messages.
+
+    Returns:
+      The same placement (groups and metadata kept) with device indices into
+      `cluster.device_names`.
+
+    Raises:
+      InputError: another graph (op count or fingerprint), or a device the
+        cluster does not have.
+    """
+    if len(placement.devices) != graph.num_ops:
+        raise InputError(
+            f"{source}: field 'ops' has {len(placement.devices)} entries, graph {graph.name!r} has {graph.num_ops} ops"
+        )
+    placement.check_graph(graph, source)
+    pos = {n: i for i, n in enumerate(cluster.device_names)}
+    for d in np.unique(placement.devices):
+        name = placement.device_names[int(d)]
+        if name not in pos:
+            raise InputError(
+                f"{source}: field 'devices' names {name!r}, not a device of cluster "
+                f"{cluster.name!r} ({', '.join(cluster.device_names)})"
+            )
+    remap = np.array([pos.get(n, 0) for n in placement.device_names], dtype=np.int64)
+    devices = remap[np.asarray(placement.devices, dtype=np.int64)]
+    return Placement.from_ops(graph, devices, cluster.device_names, groups=placement.groups, **placement.metadata)

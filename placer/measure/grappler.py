@@ -9,12 +9,15 @@ time from the step stats.
 
 Transfers: Grappler's scheduler inserts _Send/_Recv pairs between devices but
 gives them no cost (checked with TF 2.21: a 4 MiB tensor crosses for free).
-So each cross-device tensor is routed through a Snapshot op placed on a
+So each cross-device tensor is also copied by a Snapshot op placed on a
 virtual "link" device of the ordered device pair, whose memory bandwidth is
 twice the cluster's link bandwidth (Snapshot reads and writes the tensor):
 the copy takes bytes / bandwidth, transfers on one link run one at a time,
-and a tensor goes to each consuming device once. Link latency is not
-modelled. Reference, resource and variant tensors are not rerouted (their
+and a tensor goes to each consuming device once. The consumer waits for the
+copy through a control edge but keeps reading the original tensor: routing
+the data through the Snapshot hid constant values (a Reshape's shape) from
+Grappler's shape inference, so the ops after it lost their dimensions and
+were costed as nearly free (docs/measure.md). Link latency is not modelled. Reference, resource and variant tensors are not rerouted (their
 edges stay free; TF colocates reference consumers with their variable).
 
 Checks done before scheduling, since the virtual cluster itself would
@@ -25,7 +28,9 @@ happily run anything anywhere:
 and after: a device's peak memory over its `memory_bytes` -> OOM (the virtual
 devices have unlimited memory so the peak is known even then). Grappler
 errors (ResourceExhausted -> OOM, others -> ERROR) are caught; measuring never
-raises for a placement that merely cannot run.
+raises for a placement that merely cannot run. A measurement in which some op
+costs over `cost_tolerance` less than with the whole graph on its device is
+flagged (Measurement.flag; placer/measure/cost_guard.py).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from graphs import extract, tf_util
 from placer.core.cluster import Cluster
 from placer.core.measurement import ERROR, OOM, Measurement
 from placer.core.op_graph import OpGraph
+from placer.measure import cost_guard
 
 LINK_INDEX_BASE = 10000  # link devices are "/device:CPU:10000" and up.
 _LINK_GFLOPS = 1e9  # a link computes nothing; its copy is bandwidth-bound.
@@ -52,16 +58,29 @@ class GrapplerMeasurer(tf_util.OneAtATime):
         "train_op" collection is one training step.
       graph: the OpGraph extracted from it.
       cluster: the devices to simulate.
+      scale: virtual devices run this many times slower than the cluster's
+        (Grappler's whole-microsecond times then resolve nanoseconds).
+      cost_tolerance: a measurement is flagged when an op costs more than
+        this fraction less than with the whole graph on its device
+        (placer/measure/cost_guard.py).
     """
 
-    def __init__(self, metagraph, graph: OpGraph, cluster: Cluster, *, scale: float = tf_util.COST_SCALE):
+    def __init__(
+        self,
+        metagraph,
+        graph: OpGraph,
+        cluster: Cluster,
+        *,
+        scale: float = tf_util.COST_SCALE,
+        cost_tolerance: float = cost_guard.TOLERANCE,
+    ):
         self.metagraph = extract.metagraph_of(metagraph)
-        self.graph = graph
-        self.cluster = cluster
+        self.prepare(graph, cluster)
         self.scale = float(scale)
-        types = sorted({d.type for d in cluster.devices})
-        mask = extract.kernel_mask(graph, types)
-        self._runnable = mask[:, [types.index(d.type) for d in cluster.devices]]  # [n, D]
+        self.cost_tolerance = float(cost_tolerance)
+        # [n_ops] seconds per op with the whole graph on one device, by device (peak, bandwidth).
+        self._unplaced: dict[tuple[str, float, float], np.ndarray] = {}
+        self.last_op_seconds: np.ndarray | None = None  # [n_ops] seconds per op of the last measurement
         d = cluster.num_devices
         named = [tf_util.virtual_device(x.name, *tf_util.device_performance(x), self.scale) for x in cluster.devices]
         for i in range(d):
@@ -71,7 +90,6 @@ class GrapplerMeasurer(tf_util.OneAtATime):
                     named.append(tf_util.virtual_device(self._link(i, j), _LINK_GFLOPS, bw, self.scale))
         self._vc = tf_util.grappler_cluster(named)
         self._pos = {n: i for i, n in enumerate(cluster.device_names)}
-        self._index = graph.index()
         # Tensors whose data a transfer copies: "op:k" -> dtype enum.
         self._movable: dict[str, int] = {}
         for op in extract.to_tf_graph(self.metagraph).get_operations():
@@ -86,15 +104,15 @@ class GrapplerMeasurer(tf_util.OneAtATime):
     def measure_devices(self, devices: np.ndarray) -> Measurement:
         """Measures one placement given as [n_ops] device indices into the cluster."""
         devices = np.asarray(devices, dtype=np.int64)
-        failed = tf_util.cannot_run(self.graph, self.cluster.devices, self._runnable, devices)
+        failed = self.cannot_run(devices)
         if failed is not None:
             return failed
         d = self.cluster.num_devices
-        mg = self.placed(devices)
         try:
-            item = gitem.Item(mg, ignore_colocation=True)
-            _, run_time, step_stats = self._vc.MeasureCosts(item)
+            item = gitem.Item(self.placed(devices), ignore_colocation=True)
+            op_perfs, run_time, step_stats = self._vc.MeasureCosts(item)
             peaks = self._vc.DeterminePeakMemoryUsage(item)
+            flag = self._cost_flag(devices, op_perfs)
         except tf.errors.ResourceExhaustedError as e:
             return Measurement.failed(OOM, tf_util.error_line(e), d)
         except (tf.errors.OpError, ValueError, RuntimeError) as e:
@@ -121,8 +139,41 @@ class GrapplerMeasurer(tf_util.OneAtATime):
                 peak,
                 busy,
                 moved,
+                flag,
             )
-        return Measurement(step_time=float(run_time) / self.scale, peak_memory=peak, busy_time=busy, bytes_moved=moved)
+        return Measurement(float(run_time) / self.scale, None, "", peak, busy, moved, flag)
+
+    def op_seconds(self, op_perfs) -> np.ndarray:
+        """[n_ops] seconds per op from Grappler's OpPerformance list (NaN for ops it did not cost)."""
+        out = np.full(self.graph.num_ops, np.nan)
+        for p in op_perfs:
+            i = self._index.get(p.node)
+            if i is not None:
+                out[i] = p.compute_cost * 1e-9 / self.scale  # ns on a device `scale` times slower
+        return out
+
+    def unplaced_seconds(self, device: int) -> np.ndarray:
+        """[n_ops] seconds per op with the whole graph on cluster device `device` (cached)."""
+        dev = self.cluster.devices[device]
+        key = (dev.type, *tf_util.device_performance(dev))
+        if key not in self._unplaced:
+            mg = tf_util.single_device_metagraph(self.metagraph, dev.name)
+            op_perfs, _, _ = self._vc.MeasureCosts(gitem.Item(mg, ignore_colocation=True))
+            self._unplaced[key] = self.op_seconds(op_perfs)
+        return self._unplaced[key]
+
+    def unplaced_for(self, devices: np.ndarray) -> np.ndarray:
+        """[n_ops] seconds of each op on its device of a placement, with the whole graph there."""
+        ref = np.full(self.graph.num_ops, np.nan)
+        for k in np.unique(devices).tolist():
+            on = devices == k
+            ref[on] = self.unplaced_seconds(int(k))[on]
+        return ref
+
+    def _cost_flag(self, devices: np.ndarray, op_perfs) -> str:
+        ref = self.unplaced_for(devices)
+        self.last_op_seconds = placed = self.op_seconds(op_perfs)
+        return cost_guard.cost_flag(self.graph, devices, self.cluster.device_names, placed, ref, self.cost_tolerance)
 
     def placed(self, devices: np.ndarray):
         """The MetaGraphDef Grappler schedules: devices set, transfers routed via links."""
@@ -134,7 +185,8 @@ class GrapplerMeasurer(tf_util.OneAtATime):
             if b is None:
                 continue
             b = int(devices[b])
-            for k, inp in enumerate(node.input):
+            waits: dict[str, None] = {}  # transfers this node waits for, in order
+            for inp in node.input:
                 if inp.startswith("^"):
                     continue
                 src, _, out = inp.partition(":")
@@ -152,5 +204,6 @@ class GrapplerMeasurer(tf_util.OneAtATime):
                     )
                     x.attr["T"].type = dtype
                     added.add(name)
-                node.input[k] = name
+                waits.setdefault(name, None)
+            node.input.extend(f"^{w}" for w in waits)
         return mg

@@ -7,13 +7,7 @@ initialisation, `warmup` untimed steps, `steps` timed steps (the median is the
 step time) and one traced step (FULL_TRACE) for per-device busy time, peak
 memory and the check of where each op ran (`ran_on`).
 
-Devices: GPUs if the machine has them; on a CPU-only machine several CPU
-devices. A `tf.compat.v1.Session` takes its CPU devices from
-`ConfigProto.device_count["CPU"]`, not from the eager context's logical
-device configuration (in TF 2.21 a Session ignores
-`tf.config.set_logical_device_configuration`), so `session_config` sets the
-count from the cluster. graphs/local_cluster.py describes this machine's
-devices as a Cluster.
+Devices and session settings come from graphs/tf_session.py.
 
 Failures are never raised: ResourceExhaustedError -> OOM, DeadlineExceeded
 (the per-run time-out, RunOptions.timeout_in_ms) -> TIMEOUT, an op placed on a
@@ -30,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2
 
-from graphs import extract, tf_util
+from graphs import tf_util
 from graphs.tf_session import as_metagraph, import_for_session, session_config, trace_busy_and_memory
 from placer.core.cluster import Cluster
 from placer.core.measurement import ERROR, OOM, TIMEOUT, Measurement
@@ -63,23 +57,19 @@ class SessionMeasurer(tf_util.OneAtATime):
         rewrite: bool = True,
     ):
         self.metagraph = as_metagraph(model_builder_or_metagraph)
-        self.graph = graph
-        self.cluster = cluster
+        self.prepare(graph, cluster)
         self.warmup = int(warmup)
         self.steps = max(int(steps), 1)
         self.timeout_s = float(timeout_s)
         self.rewrite = rewrite
         self.last_run_metadata: tf.compat.v1.RunMetadata | None = None
-        types = sorted({d.type for d in cluster.devices})
-        mask = extract.kernel_mask(graph, types)
-        self._runnable = mask[:, [types.index(d.type) for d in cluster.devices]]  # [n, D]
         cpus = [int(d.name.rsplit(":", 1)[1]) for d in cluster.devices if d.type == "CPU"]
         self._num_cpus = max(cpus) + 1 if cpus else 1
 
     def measure_devices(self, devices: np.ndarray) -> Measurement:
         """Measures one placement given as [n_ops] device indices into the cluster."""
         devices = np.asarray(devices, dtype=np.int64)
-        failed = tf_util.cannot_run(self.graph, self.cluster.devices, self._runnable, devices)
+        failed = self.cannot_run(devices)
         if failed is not None:
             return failed
         d = self.cluster.num_devices

@@ -47,6 +47,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from placer.core.cluster import Cluster
+from placer.core.colocation import colocation_sets
 from placer.core.errors import InputError
 from placer.core.measurement import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
@@ -126,16 +127,9 @@ class Simulator:
         self.memory = cluster.memory()
         self.latency = np.asarray(cluster.latency, dtype=np.float64)
         self.bandwidth = np.asarray(cluster.bandwidth, dtype=np.float64)
-        keys = graph.colocation
-        has = np.flatnonzero(keys != "")
-        if len(has):
-            _, kid = np.unique(keys[has], return_inverse=True)
-            o = np.argsort(kid, kind="stable")
-            self._coloc_ops = has[o]
-            self._coloc_start = np.flatnonzero(np.r_[True, kid[o][1:] != kid[o][:-1]])
-        else:
-            self._coloc_ops = np.zeros(0, np.int64)
-            self._coloc_start = np.zeros(0, np.int64)
+        sets = colocation_sets(graph)
+        self._coloc_ops = np.concatenate(sets) if sets else np.zeros(0, np.int64)
+        self._coloc_start = np.cumsum([0] + [len(m) for m in sets[:-1]]).astype(np.int64)[: len(sets)]
         self._units: dict[bytes | None, tuple[Units, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.op_group = None if op_group is None else np.asarray(op_group, dtype=np.int64)
         if self.op_group is not None:

@@ -90,15 +90,7 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
     )
     num_units = int(unit.max()) + 1 if n else 0
     data = ~graph.edge_control
-    cost = np.zeros((num_units, len(graph.device_types)))
-    np.add.at(cost, unit, graph.compute_cost)
-    offset = np.zeros((n, len(graph.device_types)))
-    order = np.argsort(unit, kind="stable")
-    for t in range(len(graph.device_types)):
-        c = np.nan_to_num(graph.compute_cost[order, t])
-        cs = np.cumsum(c) - c
-        first = np.searchsorted(unit[order], unit[order])
-        offset[order, t] = cs - cs[first]
+    cost, offset = _unit_costs(graph, unit, num_units)
     persistent = np.bincount(unit, weights=graph.persistent_bytes, minlength=num_units)
 
     su, du = unit[src], unit[dst]
@@ -112,22 +104,7 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
     indeg = np.bincount(ud, minlength=num_units)
     acyclic = topological_order(num_units, us, ud) is not None
 
-    # Bytes per (producer op, consumer unit): the largest edge, since the same
-    # tensor is sent to a device once.
-    xd = cross & data
-    ekey = src[xd] * num_units + du[xd]
-    ukey, inv = np.unique(ekey, return_inverse=True)
-    ebytes = np.full(len(ukey), -1, dtype=np.int64)
-    np.maximum.at(ebytes, inv, graph.edge_bytes[xd])
-    ent_op, ent_cons = ukey // max(num_units, 1), ukey % max(num_units, 1)
-    seg = np.bincount(ent_op, minlength=n)
-    single = seg[ent_op] == 1
-    pkey, pinv = np.unique(unit[ent_op[single]] * num_units + ent_cons[single], return_inverse=True)
-    pair_bytes = np.bincount(pinv, weights=ebytes[single], minlength=len(pkey))
-    pair_count = np.bincount(pinv, minlength=len(pkey))
-    ent_op, ent_cons, ebytes = ent_op[~single], ent_cons[~single], ebytes[~single]
-    ent_pstart = np.flatnonzero(np.r_[True, ent_op[1:] != ent_op[:-1]]) if len(ent_op) else np.zeros(0, np.int64)
-
+    transfers = _transfer_tables(graph, unit, num_units, cross & data)
     external, transient = _activation_bytes(graph, unit, num_units, src, dst, data)
     return Units(
         unit,
@@ -141,6 +118,50 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
         ud,
         succ_data,
         indeg,
+        *transfers,
+        acyclic,
+        unit_group,
+    )
+
+
+def _unit_costs(graph: OpGraph, unit: np.ndarray, num_units: int) -> tuple[np.ndarray, np.ndarray]:
+    """([U, T] seconds per unit and device type, [n_ops, T] start of each op within its unit)."""
+    cost = np.zeros((num_units, len(graph.device_types)))
+    np.add.at(cost, unit, graph.compute_cost)
+    offset = np.zeros((graph.num_ops, len(graph.device_types)))
+    order = np.argsort(unit, kind="stable")
+    for t in range(len(graph.device_types)):
+        c = np.nan_to_num(graph.compute_cost[order, t])
+        cs = np.cumsum(c) - c
+        first = np.searchsorted(unit[order], unit[order])
+        offset[order, t] = cs - cs[first]
+    return cost, offset
+
+
+def _transfer_tables(graph: OpGraph, unit: np.ndarray, num_units: int, xd: np.ndarray) -> tuple:
+    """The Units fields pair_unit to ent_pstart: bytes each producer sends to each consumer unit.
+
+    Args:
+      graph: the op graph.
+      unit: [n_ops] unit per op.
+      num_units: U.
+      xd: [m] bool, data edges between units.
+    """
+    # Bytes per (producer op, consumer unit): the largest edge, since the same
+    # tensor is sent to a device once.
+    src, du = graph.edge_src[xd].astype(np.int64), unit[graph.edge_dst[xd].astype(np.int64)]
+    ukey, inv = np.unique(src * num_units + du, return_inverse=True)
+    ebytes = np.full(len(ukey), -1, dtype=np.int64)
+    np.maximum.at(ebytes, inv, graph.edge_bytes[xd])
+    ent_op, ent_cons = ukey // max(num_units, 1), ukey % max(num_units, 1)
+    seg = np.bincount(ent_op, minlength=graph.num_ops)
+    single = seg[ent_op] == 1
+    pkey, pinv = np.unique(unit[ent_op[single]] * num_units + ent_cons[single], return_inverse=True)
+    pair_bytes = np.bincount(pinv, weights=ebytes[single], minlength=len(pkey))
+    pair_count = np.bincount(pinv, minlength=len(pkey))
+    ent_op, ent_cons, ebytes = ent_op[~single], ent_cons[~single], ebytes[~single]
+    ent_pstart = np.flatnonzero(np.r_[True, ent_op[1:] != ent_op[:-1]]) if len(ent_op) else np.zeros(0, np.int64)
+    return (
         pkey // max(num_units, 1),
         pkey % max(num_units, 1),
         pair_bytes,
@@ -149,8 +170,6 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
         ent_cons,
         ebytes,
         ent_pstart,
-        acyclic,
-        unit_group,
     )
 
 

@@ -20,13 +20,24 @@ import tf_keras as keras
 import tqdm
 
 from placer.core import atomic
-from placer.core.errors import InputError
+from placer.core.errors import InputError, one_line
 from placer.core.placement import Placement
 from placer.rl import policy as policy_lib
 from placer.rl import rl_math
 from placer.rl.problem import Problem
 
 MASKED = -1e9  # logit bias of a device a group cannot run on
+
+
+def seed_everything(seed: int) -> None:
+    """Seeds Python, numpy and TensorFlow and makes TF's kernels deterministic.
+
+    With this, two step-bounded searches of one seed in fresh processes on
+    one machine write the same best placement (op determinism trades some
+    kernel speed for run-to-run equal floating-point results).
+    """
+    keras.utils.set_random_seed(int(seed))
+    tf.config.experimental.enable_op_determinism()
 
 
 class Trainer:
@@ -289,8 +300,9 @@ class Trainer:
             self.baseline.assign(new_base)
             self.has_baseline.assign(True)
         ok = ~failed
-        if ok.any():
-            k = int(np.argmin(np.where(ok, times, np.inf)))
+        trusted = ok & ~np.array([m.flagged for m in results], dtype=bool)  # flagged: op costs collapsed
+        if trusted.any():
+            k = int(np.argmin(np.where(trusted, times, np.inf)))
             if times[k] < float(self.best_time.numpy()):
                 self.best_time.assign(times[k])
                 self.best_devices.assign(actions[k].astype(np.int32))
@@ -389,8 +401,16 @@ def curve_csv(history: list[dict]) -> str:
 
 
 def _read_history(path: str) -> list[dict]:
+    """The per-step statistics saved beside a checkpoint (written before it, so always there).
+
+    Raises:
+      InputError: the file is missing, unreadable, or not a JSON list of objects.
+    """
     try:
         with open(path) as f:
-            return list(json.load(f))
-    except (OSError, ValueError):
-        return []
+            history = json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: cannot resume, corrupt or missing history ({one_line(e)})") from None
+    if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
+        raise InputError(f"{path}: cannot resume, history is not a JSON list of objects")
+    return history

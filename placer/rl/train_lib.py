@@ -20,13 +20,20 @@ from placer.measure import bounds
 from placer.measure import registry as measure_registry
 from placer.rl import encoders, transfer_lib
 from placer.rl import problem as problem_lib
-from placer.rl.reinforce import Trainer
+from placer.rl.reinforce import Trainer, seed_everything
 
 
-def check_fresh_workdir(workdir: str, resume: bool) -> None:
-    """Refuses to start over a workdir that holds a search, unless resuming."""
+def check_fresh_workdir(workdir: str, resume: bool, log=print) -> None:
+    """Refuses to start over a workdir that holds a search, unless resuming.
+
+    A workdir with run.json but no checkpoint (a search stopped before its
+    first checkpoint) holds nothing to continue: it is started over, and said so.
+    """
     has_run = os.path.exists(os.path.join(workdir, "run.json"))
-    if has_run and not resume:
+    has_checkpoint = os.path.exists(os.path.join(workdir, "checkpoints", "checkpoint"))
+    if has_run and not has_checkpoint and not resume:
+        log(f"{workdir}: holds run.json but no checkpoint; starting over")
+    elif has_run and not resume:
         raise InputError(f"{workdir}: holds an earlier search; pass --resume to continue it or pick another --workdir")
 
 
@@ -68,16 +75,11 @@ def run(
         raise InputError(f"--steps must be positive, got {steps}")
     config_common.check_placer_config(config.placer)
     encoders.check(config.placer.policy.get("encoder", "bilstm"))
-    check_fresh_workdir(workdir, resume)
+    check_fresh_workdir(workdir, resume, log)
+    seed_everything(seed)
     t0 = time.time()
-    cluster = local_cluster.load(config.cluster)
-    kind = config.measure
-    loaded = pipeline.load_graph(
-        cluster, config=None if graph_path else config, graph_path=graph_path, need_model=kind != "sim"
-    )
-    graph = loaded.graph
-    measurer = measure_registry.make_measurer(kind, graph, cluster, model=loaded.model)
-    tc = config.placer.train
+    cluster, graph, measurer = _load(config, graph_path)
+    kind, tc = config.measure, config.placer.train
     warm = None
     if tc.warm_start:  # deterministic, so a resumed search gets the same groups
         warm = best_baseline(graph, cluster, measurer, tc.warm_start, seed, log)
@@ -102,6 +104,9 @@ def run(
     )
     start = trainer.restore() if resume else 0
     imitation = None
+    if resume and start >= steps:
+        log(f"{workdir}: finished at step {start} (asked for {steps}); nothing to do, nothing changed")
+        return _read_json(os.path.join(workdir, "summary.json"))
     if resume:
         log(f"resumed at step {start}, best so far {float(trainer.best_time.numpy()):.4f} s")
     elif warm is not None:
@@ -120,6 +125,19 @@ def run(
     atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
     _log_result(summary, last, log)
     return summary
+
+
+def _load(config, graph_path: str | None):
+    """(cluster, costed graph, measurer) of a run."""
+    cluster = local_cluster.load(config.cluster)
+    loaded = pipeline.load_graph(
+        cluster, config=None if graph_path else config, graph_path=graph_path, need_model=config.measure != "sim"
+    )
+    return (
+        cluster,
+        loaded.graph,
+        measure_registry.make_measurer(config.measure, loaded.graph, cluster, model=loaded.model),
+    )
 
 
 def _warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
@@ -204,6 +222,14 @@ def best_baseline(graph, cluster, measurer, methods: str, seed: int, log=print):
         log("warm start: no baseline placement ran; starting from a uniform policy")
         return None
     return min(ok, key=lambda x: x[0])
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
 
 
 def _time_to_within(reached, best: float, tol: float) -> float | None:

@@ -25,7 +25,23 @@ from placer.measure.simulator import Simulator
 
 
 class WorkerDied(Exception):  # noqa: N818 (a state, not a programming error)
-    """The worker measuring a chunk raised or is gone; the chunk may be measured elsewhere."""
+    """The worker measuring a chunk faulted or is gone; the chunk may be measured elsewhere."""
+
+
+class MeasurerBug(Exception):  # noqa: N818 (named for what it reports)
+    """The measurer raised a programming error: re-raised to the search, never retried or
+    counted as a failed measurement."""
+
+
+# Exceptions that are bugs in the measurer (or its inputs) rather than faults of the worker or
+# device: measuring the chunk elsewhere would raise them again.
+BUGS = (TypeError, AttributeError, NameError, KeyError, IndexError, AssertionError, ZeroDivisionError, ImportError)
+
+
+def worker_fault(e: BaseException) -> Exception:
+    """The exception a worker reports for `e` raised while measuring: MeasurerBug for BUGS, else WorkerDied."""
+    text = f"{type(e).__name__}: {e}"
+    return MeasurerBug(text) if isinstance(e, BUGS) else WorkerDied(text)
 
 
 def simulator_factory(graph, cluster):
@@ -67,22 +83,20 @@ class Engine:
         self.measure_seconds = float(measure_seconds)
         self.factory = factory
         self._jobs: dict[Hashable, tuple] = {}  # job -> (graph, cluster)
+        self._workers: dict[int, object] = {}  # slot -> its worker (thread or actor)
+        self._next = 0  # number of the next new slot
         self._lock = threading.Lock()
         self.retried = 0  # chunks sent again after their worker died
         self.timed_out = 0  # chunks given up as hung
 
     # ----- what subclasses provide ----------------------------------------
 
-    @property
-    def num_slots(self) -> int:
+    def _new_worker(self):
+        """Starts one worker."""
         raise NotImplementedError
 
-    def add_slots(self, n: int) -> list[int]:
-        """Starts n more workers; returns their slot numbers."""
-        raise NotImplementedError
-
-    def remove_slots(self, slots: Sequence[int]) -> None:
-        """Stops the workers of these slots (work queued on them fails over)."""
+    def _stop_worker(self, worker) -> None:
+        """Stops a worker removed from the pool (work queued on it fails over)."""
         raise NotImplementedError
 
     def _submit(self, slot: int, job_id: Hashable, placements: list):
@@ -99,10 +113,35 @@ class Engine:
     def _forget(self, job_id: Hashable) -> None:
         """Lets workers drop their measurer of a finished job."""
 
+    # ----- shared logic --------------------------------------------------
+
+    @property
+    def num_slots(self) -> int:
+        return len(self._workers)
+
+    @property
+    def slot_ids(self) -> list[int]:
+        return sorted(self._workers)
+
+    def add_slots(self, n: int) -> list[int]:
+        """Starts n more workers; returns their slot numbers."""
+        with self._lock:
+            new = list(range(self._next, self._next + n))
+            self._next += n
+            for s in new:
+                self._workers[s] = self._new_worker()
+        return new
+
+    def remove_slots(self, slots: Sequence[int]) -> None:
+        """Stops the workers of these slots."""
+        with self._lock:
+            gone = [self._workers.pop(s) for s in slots if s in self._workers]
+        for w in gone:
+            self._stop_worker(w)
+
     def close(self) -> None:
         """Stops every worker."""
-
-    # ----- shared logic --------------------------------------------------
+        self.remove_slots(list(self._workers))
 
     def add_job(self, job_id: Hashable, graph, cluster) -> None:
         """Registers the graph and cluster a job's placements are measured on."""
@@ -125,6 +164,9 @@ class Engine:
         Returns:
           One Measurement per placement, in order; failed ones carry TIMEOUT
           (hung worker) or ERROR (worker died on every try).
+
+        Raises:
+          MeasurerBug: the measurer raised a programming error (see BUGS).
         """
         if not slots:
             raise ValueError(f"job {job_id}: measure without slots")
@@ -195,8 +237,8 @@ class _SlotThread:
             if future.set_running_or_notify_cancel():
                 try:
                     future.set_result(self._measure(job_id, placements))
-                except Exception as e:  # noqa: BLE001 (any worker fault is retried elsewhere)
-                    future.set_exception(WorkerDied(f"{type(e).__name__}: {e}"))
+                except Exception as e:  # noqa: BLE001 (a fault is retried elsewhere, a bug re-raised by measure)
+                    future.set_exception(worker_fault(e))
 
     def _measure(self, job_id, placements) -> list[Measurement]:
         if job_id not in self.measurers:
@@ -218,33 +260,14 @@ class InProcessEngine(Engine):
 
     def __init__(self, num_slots: int, **options):
         super().__init__(**options)
-        self._workers: dict[int, _SlotThread] = {}
-        self._next = 0
         self.add_slots(num_slots)
 
-    @property
-    def num_slots(self) -> int:
-        return len(self._workers)
+    def _new_worker(self):
+        return _SlotThread(self, queue.Queue())
 
-    @property
-    def slot_ids(self) -> list[int]:
-        return sorted(self._workers)
-
-    def add_slots(self, n: int) -> list[int]:
-        with self._lock:
-            new = list(range(self._next, self._next + n))
-            self._next += n
-            for s in new:
-                self._workers[s] = _SlotThread(self, queue.Queue())
-        return new
-
-    def remove_slots(self, slots: Sequence[int]) -> None:
-        with self._lock:
-            for s in slots:
-                w = self._workers.pop(s, None)
-                if w is not None:
-                    w.retired = True
-                    w.tasks.put(None)
+    def _stop_worker(self, worker) -> None:
+        worker.retired = True
+        worker.tasks.put(None)
 
     def _submit(self, slot, job_id, placements):
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -272,6 +295,3 @@ class InProcessEngine(Engine):
     def _forget(self, job_id):
         for w in list(self._workers.values()):
             w.measurers.pop(job_id, None)
-
-    def close(self) -> None:
-        self.remove_slots(list(self._workers))

@@ -119,6 +119,10 @@ def load_workload(path: str, *, load_models: bool = True) -> Workload:
     Raises:
       InputError: naming the file, job and field of the first problem.
     """
+    file = path.split(":", 1)[0]
+    if not file.endswith(".py"):
+        hint = "; replay a trace CSV with --trace" if file.endswith(".csv") else ""
+        raise InputError(f"{file}: a jobs file is a Python config file (.py){hint}")
     root = configs_util.load_config(path)
     top = _as_dict(root, path)
     for key in top:
@@ -135,76 +139,79 @@ def load_workload(path: str, *, load_models: bool = True) -> Workload:
     if "max_retries" in top:
         work.max_retries = int(_number(f"{path}: max_retries", top["max_retries"], integer=True, minimum=0))
     over = _overridable()
-    names = set()
+    names: set[str] = set()
     clusters: dict[str, object] = {}
     for i, raw in enumerate(jobs):
-        job = _as_dict(raw, f"{path}: jobs[{i}]")
-        name = job.get("name")
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise InputError(
-                f"{path}: jobs[{i}].name: must be a non-empty name of letters, digits, '_.-', got {name!r}"
-            )
-        where = f"{path}: job {name!r}"
-        if name in names:
-            raise InputError(f"{where}: duplicate name")
-        names.add(name)
-        for key in job:
-            if key not in JOB_FIELDS and key not in over:
-                raise InputError(
-                    f"{where}: unknown field {key!r} (valid: {', '.join(JOB_FIELDS)}, "
-                    f"or a placer field: {', '.join(sorted(over))})"
-                )
-        spec, graph = job.get("config"), job.get("graph")
-        if (spec is None) == (graph is None):
-            raise InputError(f"{where}: give exactly one of 'config' and 'graph'")
-        for key, value in (("config", spec), ("graph", graph)):
-            if value is not None and (not isinstance(value, str) or not value):
-                raise InputError(f"{where}: {key} must be a file path, got {value!r}")
-        if graph is not None:
-            try:
-                graph_io.load(graph)
-            except InputError as e:
-                raise InputError(f"{where}: graph: {e}") from None
-            config = common.attach(_blank())
-        elif load_models:
-            try:
-                config = configs_util.load_config(spec)
-            except InputError as e:
-                raise InputError(f"{where}: config: {e}") from None
-            if "placer" not in config:
-                config = common.attach(config)
-        else:
-            config = common.attach(_blank())
-        cluster = job.get("cluster", config.get("cluster", "k80x4"))
-        if not isinstance(cluster, str):
-            raise InputError(f"{where}: cluster must be a preset name or JSON path, got {cluster!r}")
-        if cluster not in clusters and cluster != "local":  # "local" is this process's devices, read at run time
-            try:
-                clusters[cluster] = cluster_lib.load(cluster)
-            except InputError as e:
-                raise InputError(f"{where}: cluster: {e}") from None
-        config.cluster = cluster
-        config.measure = "sim"
-        for key, value in job.items():
-            if key in over:
-                section, default = over[key]
-                config.placer[section][key] = _override(f"{where}: {key}", value, default)
-        max_slots = job.get("max_slots", config.placer.train.samples_per_step)
-        work.jobs.append(
-            JobSpec(
-                name=name,
-                config_spec=spec,
-                graph_path=graph,
-                cluster=cluster,
-                arrival_s=float(_number(f"{where}: arrival_s", job.get("arrival_s", 0.0), minimum=0)),
-                steps=int(_number(f"{where}: steps", job.get("steps", 50), integer=True, minimum=1)),
-                seed=int(_number(f"{where}: seed", job.get("seed", 0), integer=True)),
-                max_slots=int(_number(f"{where}: max_slots", max_slots, integer=True, minimum=1)),
-                config=config,
-            )
-        )
+        work.jobs.append(_load_job(path, i, raw, over, names, clusters, load_models=load_models))
     work.jobs.sort(key=lambda j: j.arrival_s)
     return work
+
+
+def _load_job(
+    path: str, i: int, raw, over: dict, names: set[str], clusters: dict[str, object], *, load_models: bool
+) -> JobSpec:
+    """Checks jobs[i] of a jobs file (adding its name to `names`, its cluster to `clusters`)."""
+    job = _as_dict(raw, f"{path}: jobs[{i}]")
+    name = job.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InputError(f"{path}: jobs[{i}].name: must be a non-empty name of letters, digits, '_.-', got {name!r}")
+    where = f"{path}: job {name!r}"
+    if name in names:
+        raise InputError(f"{where}: duplicate name")
+    names.add(name)
+    for key in job:
+        if key not in JOB_FIELDS and key not in over:
+            raise InputError(
+                f"{where}: unknown field {key!r} (valid: {', '.join(JOB_FIELDS)}, "
+                f"or a placer field: {', '.join(sorted(over))})"
+            )
+    spec, graph = job.get("config"), job.get("graph")
+    if (spec is None) == (graph is None):
+        raise InputError(f"{where}: give exactly one of 'config' and 'graph'")
+    for key, value in (("config", spec), ("graph", graph)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise InputError(f"{where}: {key} must be a file path, got {value!r}")
+    if graph is not None:
+        try:
+            graph_io.load(graph)
+        except InputError as e:
+            raise InputError(f"{where}: graph: {e}") from None
+        config = common.attach(_blank())
+    elif load_models:
+        try:
+            config = configs_util.load_config(spec)
+        except InputError as e:
+            raise InputError(f"{where}: config: {e}") from None
+        if "placer" not in config:
+            config = common.attach(config)
+    else:
+        config = common.attach(_blank())
+    cluster = job.get("cluster", config.get("cluster", "k80x4"))
+    if not isinstance(cluster, str):
+        raise InputError(f"{where}: cluster must be a preset name or JSON path, got {cluster!r}")
+    if cluster not in clusters and cluster != "local":  # "local" is this process's devices, read at run time
+        try:
+            clusters[cluster] = cluster_lib.load(cluster)
+        except InputError as e:
+            raise InputError(f"{where}: cluster: {e}") from None
+    config.cluster = cluster
+    config.measure = "sim"
+    for key, value in job.items():
+        if key in over:
+            section, default = over[key]
+            config.placer[section][key] = _override(f"{where}: {key}", value, default)
+    max_slots = job.get("max_slots", config.placer.train.samples_per_step)
+    return JobSpec(
+        name=name,
+        config_spec=spec,
+        graph_path=graph,
+        cluster=cluster,
+        arrival_s=float(_number(f"{where}: arrival_s", job.get("arrival_s", 0.0), minimum=0)),
+        steps=int(_number(f"{where}: steps", job.get("steps", 50), integer=True, minimum=1)),
+        seed=int(_number(f"{where}: seed", job.get("seed", 0), integer=True)),
+        max_slots=int(_number(f"{where}: max_slots", max_slots, integer=True, minimum=1)),
+        config=config,
+    )
 
 
 def _blank():

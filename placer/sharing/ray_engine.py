@@ -15,13 +15,13 @@ only when this engine is used (setup.py extra "ray").
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 
 import numpy as np
 
 from placer.core.errors import InputError
 from placer.core.placement import Placement
-from placer.sharing.engines import Engine, WorkerDied, simulator_factory
+from placer.sharing.engines import BUGS, Engine, MeasurerBug, WorkerDied, simulator_factory
 
 RESOURCE = "placer_slot"  # custom Ray resource: one per measurement slot
 
@@ -116,34 +116,18 @@ class RayEngine(Engine):
             )
         self._actor_cls = ray.remote(SlotWorker)
         self._refs: dict[Hashable, object] = {}
-        self.actors: dict[int, object] = {}
-        self._next = 0
         self.add_slots(num_slots)
 
-    def _new_actor(self):
+    @property
+    def actors(self) -> dict[int, object]:
+        """slot -> its actor."""
+        return self._workers
+
+    def _new_worker(self):
         return self._actor_cls.options(resources={RESOURCE: 1}, num_cpus=0).remote(self.factory, self.measure_seconds)
 
-    @property
-    def num_slots(self) -> int:
-        return len(self.actors)
-
-    @property
-    def slot_ids(self) -> list[int]:
-        return sorted(self.actors)
-
-    def add_slots(self, n: int) -> list[int]:
-        with self._lock:
-            new = list(range(self._next, self._next + n))
-            self._next += n
-            for s in new:
-                self.actors[s] = self._new_actor()
-        return new
-
-    def remove_slots(self, slots: Sequence[int]) -> None:
-        with self._lock:
-            gone = [self.actors.pop(s) for s in slots if s in self.actors]
-        for a in gone:
-            self._kill(a)
+    def _stop_worker(self, worker) -> None:
+        self._kill(worker)
 
     def add_job(self, job_id, graph, cluster) -> None:
         super().add_job(job_id, graph, cluster)
@@ -170,7 +154,12 @@ class RayEngine(Engine):
             return ray.get(handle[1], timeout=timeout)
         except ray.exceptions.GetTimeoutError:
             raise TimeoutError from None
-        except ray.exceptions.RayError as e:  # actor died, worker crashed, or the measurer raised
+        except ray.exceptions.RayTaskError as e:  # the measurer raised inside a live actor
+            text = f"{type(e.cause).__name__}: {e.cause}" if e.cause is not None else " ".join(str(e).split())[:200]
+            if isinstance(e.cause, BUGS):
+                raise MeasurerBug(text) from None
+            raise WorkerDied(text) from None
+        except ray.exceptions.RayError as e:  # actor died or its worker process crashed
             raise WorkerDied(" ".join(str(e).split())[:200]) from None
 
     def _replace(self, slot, handle, *, hung):
@@ -178,16 +167,16 @@ class RayEngine(Engine):
             old = self.actors.get(slot)
             if old is None or old is not handle[0]:
                 return  # removed, or already replaced after another search's call failed
-            self.actors[slot] = self._new_actor()
+            self.actors[slot] = self._new_worker()
         self._kill(old)
 
     def _kill(self, actor) -> None:
         try:
             self._ray.kill(actor, no_restart=True)
-        except Exception:  # noqa: BLE001 (already gone)
-            pass
+        except (ValueError, self._ray.exceptions.RayError):
+            pass  # the actor is already gone: nothing left to stop
 
     def close(self) -> None:
-        self.remove_slots(list(self.actors))
+        super().close()
         if self._started:
             self._ray.shutdown()

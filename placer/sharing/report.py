@@ -19,9 +19,10 @@ import math
 import os
 
 import numpy as np
+import tabulate
 
 from placer.core import atomic
-from placer.sharing.slaq_trace import TARGETS
+from placer.sharing.slaq_trace import TARGETS, time_to_fraction
 
 SMOOTH = 5  # iterations in the trailing mean of the loss (our choice)
 CURVE_COLUMNS = ("time_s", "iteration", "loss", "smoothed_loss", "best_step_time", "slots", "seconds")
@@ -56,6 +57,35 @@ class JobCurve:
     error: str = ""
 
 
+LOSSES = ("mean", "best", "baseline")  # what a search reports to its allocator as its loss
+
+
+def search_loss(kind: str, mean_loss: float, best_step_time: float, baseline: float | None) -> float:
+    """A search iteration's loss for the allocator, in sqrt seconds (lower is better).
+
+    Args:
+      kind: "mean": mean sqrt step time of the iteration's samples (failed ones at the
+        failing step time); "best": sqrt of the best step time so far; "baseline": minus
+        the REINFORCE moving-average reward baseline (a smoothed mean sqrt step time).
+      mean_loss: the iteration's mean sqrt step time, s^0.5.
+      best_step_time: best step time so far, seconds (inf while none ran).
+      baseline: the trainer's reward baseline (a negative sqrt step time), or None before it exists.
+
+    Returns:
+      The loss; "best" and "baseline" fall back to mean_loss while they are undefined.
+
+    >>> search_loss("best", 3.0, 4.0, -2.5), search_loss("baseline", 3.0, 4.0, -2.5)
+    (2.0, 2.5)
+    """
+    if kind == "best" and math.isfinite(best_step_time):
+        return math.sqrt(best_step_time)
+    if kind == "baseline" and baseline is not None and math.isfinite(baseline) and baseline < 0:
+        return -baseline
+    if kind not in LOSSES:
+        raise ValueError(f"unknown loss {kind!r} (valid: {', '.join(LOSSES)})")
+    return mean_loss
+
+
 def smooth(losses, window: int = SMOOTH) -> np.ndarray:
     """[n] trailing mean of the last `window` losses (fewer at the start).
 
@@ -73,13 +103,12 @@ def smooth(losses, window: int = SMOOTH) -> np.ndarray:
 
 def time_to(curve: JobCurve, fraction: float, window: int = SMOOTH) -> float:
     """Seconds from the job's start until its smoothed loss first came within
-    (1 - fraction) of its total reduction; inf if never, nan without a reduction."""
+    (1 - fraction) of its total reduction; inf if never, nan without a reduction
+    (slaq_trace.time_to_fraction on the smoothed curve)."""
     s = smooth(curve.losses, window)
-    if s.size < 2 or not s[0] - s[-1] > 0:
+    if s.size < 2:
         return math.nan
-    total = s[0] - s[-1]
-    hit = np.flatnonzero(s[0] - s >= fraction * total - 1e-12 * abs(total))
-    return float(curve.times[hit[0]] - curve.start_s) if hit.size else math.inf
+    return time_to_fraction(curve.times, s, curve.start_s, fraction)
 
 
 def quality_at(curve: JobCurve, t: float, window: int = SMOOTH) -> float:
@@ -169,27 +198,42 @@ def _fmt(x, spec: str = ".1f") -> str:
 def format_table(summary: dict) -> str:
     """A text table of one run: per job its status, iterations, best step time and times to 80/90/95%."""
     keys = [f"{int(f * 100)}%" for f in TARGETS]
+    rows = [
+        [j["name"], j["status"], j["iterations"], _fmt(j["best_step_time"], ".3g")]
+        + [_fmt(j["time_to"][k]) for k in keys]
+        for j in summary["jobs"]
+    ]
+    rows.append(["mean", "", "", ""] + [_fmt(summary["mean_time_to"][k]) for k in keys])
+    table = tabulate.tabulate(
+        rows, headers=["job", "status", "iters", "best (s)"] + [f"t{k}" for k in keys], disable_numparse=True
+    )
     lines = [
         f"policy {summary['policy']}: {len(summary['jobs'])} searches on {summary['slots']} slots, "
         f"epoch {summary['epoch_s']:g} s, {summary['wall_s']:.1f} s",
-        f"{'job':<18} {'status':<7} {'iters':>5} {'best (s)':>9} " + " ".join(f"{'t' + k:>7}" for k in keys),
-    ]
-    for j in summary["jobs"]:
-        lines.append(
-            f"{j['name'][:18]:<18} {j['status'][:7]:<7} {j['iterations']:>5} "
-            f"{_fmt(j['best_step_time'], '.3g'):>9} " + " ".join(f"{_fmt(j['time_to'][k]):>7}" for k in keys)
-        )
-    lines.append(
-        f"{'mean':<18} {'':<7} {'':>5} {'':>9} " + " ".join(f"{_fmt(summary['mean_time_to'][k]):>7}" for k in keys)
-    )
-    lines.append(
+        table,
         "t80%..t95%: seconds from a search's start to 80/90/95% of its total (smoothed) loss "
-        "reduction; '-' when its loss did not fall"
-    )
-    lines.append(f"average normalised quality: {_fmt(summary['average_quality'], '.3f')}")
-    for j in summary["jobs"]:
-        if j["status"] == "failed":
-            lines.append(f"{j['name']} failed: {j['error']}")
+        "reduction; '-' when its loss did not fall",
+        f"average normalised quality: {_fmt(summary['average_quality'], '.3f')}",
+    ]
+    lines += [f"{j['name']} failed: {j['error']}" for j in summary["jobs"] if j["status"] == "failed"]
+    return "\n".join(lines)
+
+
+def compare_to_fair(summaries: dict[str, dict]) -> str:
+    """One line per allocator against the work-conserving fair share: mean seconds to 90%
+    and average quality, with the signed change in time (negative: sooner than fair)."""
+    fair = summaries["fair"]
+    f90 = fair["mean_time_to"]["90%"]
+    lines = []
+    for name, s in summaries.items():
+        if name == "fair":
+            continue
+        t90 = s["mean_time_to"]["90%"]
+        change = f"{t90 / f90 - 1:+.1%}" if t90 is not None and f90 else "-"
+        lines.append(
+            f"{name} vs fair: mean seconds to 90% {_fmt(t90)} vs {_fmt(f90)} ({change}); "
+            f"average normalised quality {_fmt(s['average_quality'], '.3f')} vs {_fmt(fair['average_quality'], '.3f')}"
+        )
     return "\n".join(lines)
 
 

@@ -28,12 +28,14 @@ from graphs import local_cluster, pipeline
 from placer.core.errors import InputError, one_line
 from placer.rl import rl_math
 from placer.rl.reinforce import Trainer
+from placer.sharing import allocators
 from placer.sharing import report as search_report
 from placer.sharing.jobs import JobSpec, Workload
 from placer.sharing.report import JobCurve
-from placer.sharing.slaq import NORMALISERS, FairAllocator, JobState, SlaqAllocator
+from placer.sharing.slaq import JobState
 
-POLICIES = ("slaq", "fair")
+POLICIES = allocators.ALLOCATORS
+BOTH = ("slaq", "fair")  # what --policy=both runs: SLAQ, then the work-conserving fair share
 
 
 @dataclasses.dataclass
@@ -80,15 +82,16 @@ def prepare(work: Workload, *, log: Callable = print) -> list[Prepared]:
     return out
 
 
-def make_allocator(policy: str, epoch_s: float, normalise: str = "max_change"):
-    """SlaqAllocator (policy "slaq", with that normaliser) or FairAllocator ("fair")."""
-    if policy == "slaq":
-        if normalise not in NORMALISERS:
-            raise InputError(f"unknown normaliser {normalise!r} (valid: {', '.join(NORMALISERS)})")
-        return SlaqAllocator("total", epoch_s=epoch_s, normalise=normalise)
-    if policy == "fair":
-        return FairAllocator()
-    raise InputError(f"unknown policy {policy!r} (valid: {', '.join(POLICIES)}, both)")
+def make_allocator(policy: str, epoch_s: float, normalise: str = "max_change", objective: str = "total"):
+    """The allocator of a policy (placer.sharing.allocators.ALLOCATORS).
+
+    Raises:
+      InputError: unknown policy, normaliser or objective.
+    """
+    try:
+        return allocators.make_allocator(policy, epoch_s=epoch_s, objective=objective, normalise=normalise)
+    except ValueError as e:
+        raise InputError(str(e)) from None
 
 
 def assign_slots(current: dict[Hashable, list[int]], want: dict[Hashable, int], pool: list[int]) -> dict:
@@ -135,8 +138,11 @@ class _SlotMeasurer:
 class _Search:
     """One running search: its trainer, thread, slots, SLAQ state and curve."""
 
-    def __init__(self, prep: Prepared, engine, workdir: str, lock: threading.Condition, wake: threading.Event):
+    def __init__(
+        self, prep: Prepared, engine, workdir: str, lock: threading.Condition, wake: threading.Event, loss: str = "mean"
+    ):
         self.prep = prep
+        self.loss_kind = loss
         self.name = prep.spec.name
         self.engine = engine
         self.workdir = workdir
@@ -198,7 +204,10 @@ class _Search:
                 res = self.measurer.last
                 times = np.array([m.step_time for m in res], dtype=np.float64)
                 failed = np.array([not m.ok for m in res])
-                loss = float(-np.mean(rl_math.rewards(times, failed, tc.failing_step_time)))
+                mean_loss = float(-np.mean(rl_math.rewards(times, failed, tc.failing_step_time)))
+                loss = search_report.search_loss(
+                    self.loss_kind, mean_loss, float(stats["best_step_time"]), float(stats["baseline"])
+                )
                 with self.lock:
                     # Iteration 0 carries the TF tracing time: no runtime observation.
                     self.state.report(it, loss, None if it == 0 else secs, len(slots))
@@ -231,6 +240,8 @@ def run_policy(
     epoch_s: float,
     workdir: str,
     normalise: str = "max_change",
+    objective: str = "total",
+    loss: str = "mean",
     log: Callable = print,
     on_epoch: Callable | None = None,
 ) -> dict:
@@ -239,21 +250,23 @@ def run_policy(
     Args:
       prepared: the jobs (from `prepare`), in arrival order.
       engine: the measurement engine (its slots are the pool).
-      policy: "slaq" or "fair".
+      policy: an allocator name (placer.sharing.allocators.ALLOCATORS).
       epoch_s: seconds between reallocations (also on every arrival and end).
       workdir: output folder of this run (per-job trainer folders under jobs/,
         curves, allocations.csv and summary.json).
       normalise: SLAQ's normaliser ("max_change" or "fitted_total", see placer.sharing.slaq).
+      objective: SLAQ's objective, "total" or "maxmin".
+      loss: what each search reports as its loss (report.LOSSES, see report.search_loss).
       log: where progress lines go.
       on_epoch: optional callback(run_seconds, {job: slots}) after each reallocation.
 
     Returns:
       The summary (also written to workdir/summary.json).
     """
-    allocator = make_allocator(policy, epoch_s, normalise)
+    allocator = make_allocator(policy, epoch_s, normalise, objective)
     lock = threading.Condition()
     wake = threading.Event()
-    searches = [_Search(p, engine, os.path.join(workdir, "jobs", p.spec.name), lock, wake) for p in prepared]
+    searches = [_Search(p, engine, os.path.join(workdir, "jobs", p.spec.name), lock, wake, loss) for p in prepared]
     allocations: list[tuple] = []
     epochs: list[float] = []
     t0 = time.monotonic()
@@ -299,7 +312,9 @@ def run_policy(
     curves = [s.curve for s in searches]
     summary = search_report.summarise(policy, curves, epochs, slots=engine.num_slots, epoch_s=epoch_s, wall_s=wall)
     summary["engine"] = {"retried_chunks": engine.retried, "timed_out_chunks": engine.timed_out}
-    summary["normalise"] = normalise if policy == "slaq" else None
+    summary["normalise"] = normalise if policy.startswith("slaq") else None
+    summary["objective"] = objective if policy.startswith("slaq") else None
+    summary["loss"] = loss
     search_report.write_outputs(workdir, summary, curves, allocations)
     return summary
 
@@ -316,10 +331,12 @@ def run_search(
     *,
     slots: int,
     epoch_s: float,
-    policy: str,
+    policy: str | list[str],
     workdir: str,
     engine_factory: Callable,
     normalise: str = "max_change",
+    objective: str = "total",
+    loss: str = "mean",
     log: Callable = print,
 ) -> dict[str, dict]:
     """Runs a jobs file under one policy or both ("both": SLAQ, then fair share, on the same workload).
@@ -328,10 +345,12 @@ def run_search(
       work: the checked jobs file.
       slots: slots in the pool (> 0).
       epoch_s: seconds between reallocations (> 0).
-      policy: "slaq", "fair" or "both".
+      policy: an allocator name (placer.sharing.allocators.ALLOCATORS), a list of them, or "both".
       workdir: output folder; each policy writes into workdir/<policy>/.
       engine_factory: engine_factory(slots) -> Engine; a fresh engine per policy.
       normalise: SLAQ's normaliser ("max_change" or "fitted_total", see placer.sharing.slaq).
+      objective: SLAQ's objective, "total" or "maxmin".
+      loss: what each search reports as its loss (report.LOSSES).
       log: where progress lines and the tables go.
 
     Returns:
@@ -344,29 +363,30 @@ def run_search(
         raise InputError(f"--slots must be positive, got {slots}")
     if not epoch_s > 0:
         raise InputError(f"--epoch_s must be positive, got {epoch_s}")
-    policies = list(POLICIES) if policy == "both" else [policy]
+    if loss not in search_report.LOSSES:
+        raise InputError(f"unknown loss {loss!r} (valid: {', '.join(search_report.LOSSES)})")
+    policies = list(BOTH) if policy == "both" else ([policy] if isinstance(policy, str) else list(policy))
     for p in policies:
-        make_allocator(p, epoch_s, normalise)
+        make_allocator(p, epoch_s, normalise, objective)
     check_workdir(workdir, policies)
     prepared = prepare(work, log=log)
     out = {}
     for p in policies:
         with engine_factory(slots) as engine:
             out[p] = run_policy(
-                prepared, engine, p, epoch_s=epoch_s, workdir=os.path.join(workdir, p), normalise=normalise, log=log
+                prepared,
+                engine,
+                p,
+                epoch_s=epoch_s,
+                workdir=os.path.join(workdir, p),
+                normalise=normalise,
+                objective=objective,
+                loss=loss,
+                log=log,
             )
         log("")
         log(search_report.format_table(out[p]))
-    if len(out) == 2:
-        a, b = out["slaq"], out["fair"]
+    if "fair" in out and len(out) > 1:
         log("")
-        log(
-            "slaq vs fair: average normalised quality "
-            f"{_num(a['average_quality'])} vs {_num(b['average_quality'])}; mean seconds to 90% "
-            f"{_num(a['mean_time_to']['90%'], '.1f')} vs {_num(b['mean_time_to']['90%'], '.1f')}"
-        )
+        log(search_report.compare_to_fair(out))
     return out
-
-
-def _num(x, spec: str = ".3f") -> str:
-    return "-" if x is None else format(x, spec)

@@ -56,14 +56,25 @@ from placer.sharing import slaq_curves
 from placer.sharing.slaq_curves import CurveFit, RuntimeModel
 
 _RUNTIME_WINDOW = 50  # most recent (slots, seconds) observations behind the runtime model (our choice)
+DEFAULT_EPOCH_S = 5.0  # seconds between reallocations, everywhere (SLAQ reallocates every few seconds)
+ERROR_EPOCHS = 5  # epochs behind a job's running prediction error (our choice)
+PROFILE_TOLERANCE = 0.02  # slot counts within 2% of a profile's fastest count as no faster (our choice)
 
 
 class JobState:
     """One job's loss history and runtime observations, with cached models.
 
+    The curve is fitted to the current regime only: a jump in the loss (see
+    slaq_curves.is_jump, e.g. a learning-rate drop) starts a new one. At each
+    allocation the fit the previous allocation used is scored on the newest
+    loss (slaq_curves.progress_error); the last ERROR_EPOCHS scores are the
+    job's running prediction error.
+
     Attributes:
       job_id: hashable key of the job in allocations.
       max_slots: most slots the job can use (e.g. a search's samples per step); None = unlimited.
+      profile: [M] measured seconds per iteration on 1..M slots, or None: the
+        runtime model then is a / s + b fitted to the observations.
     """
 
     def __init__(
@@ -73,9 +84,16 @@ class JobState:
         max_slots: int | None = None,
         decay: float = slaq_curves.DEFAULT_DECAY,
         window: int = slaq_curves.DEFAULT_WINDOW,
+        profile=None,
     ):
         self.job_id = job_id
         self.max_slots = max_slots
+        self.profile = None if profile is None else np.asarray(profile, dtype=float)
+        if self.profile is not None and (self.profile.size == 0 or not np.all(self.profile > 0)):
+            raise ValueError(f"job {job_id}: profile must be positive seconds, got {profile!r}")
+        self._regime = 0  # index of the first loss of the current regime
+        self._scored: CurveFit | None = None  # the fit the last allocation used
+        self._errors: list[float] = []
         self._decay = decay
         self._window = window
         self._iters: list[float] = []
@@ -100,6 +118,9 @@ class JobState:
             raise ValueError(f"job {self.job_id}: iteration {iteration} after {self._iters[-1]}")
         if self._losses:
             self._max_change = max(self._max_change, abs(self._losses[-1] - float(loss)))
+            recent = np.asarray(self._losses[-slaq_curves.JUMP_LOOKBACK - 1 :])
+            if slaq_curves.is_jump(np.diff(recent), float(loss) - recent[-1]):
+                self._regime = len(self._losses)
         self._iters.append(float(iteration))
         self._losses.append(float(loss))
         self._fit = None
@@ -118,6 +139,31 @@ class JobState:
         return np.asarray(self._losses)
 
     @property
+    def cap(self) -> float:
+        """Most slots worth giving: max_slots, and no more than the fewest slots whose measured
+        seconds per iteration are within PROFILE_TOLERANCE of the profile's fastest."""
+        cap = float(self.max_slots) if self.max_slots else math.inf
+        if self.profile is not None:
+            fast = self.profile <= (1.0 + PROFILE_TOLERANCE) * self.profile.min()
+            cap = min(cap, float(np.argmax(fast) + 1))
+        return cap
+
+    @property
+    def prediction_error(self) -> float | None:
+        """Median progress error of the last ERROR_EPOCHS scored predictions; None before any."""
+        return float(np.median(self._errors)) if self._errors else None
+
+    @property
+    def scored_epochs(self) -> int:
+        """Predictions scored so far, at most ERROR_EPOCHS."""
+        return len(self._errors)
+
+    @property
+    def regime_points(self) -> int:
+        """Losses since the latest jump."""
+        return len(self._losses) - self._regime
+
+    @property
     def max_change(self) -> float:
         """Largest absolute loss change between consecutive reports so far."""
         return self._max_change
@@ -125,7 +171,7 @@ class JobState:
     def curve(self) -> CurveFit:
         """The loss-curve fit of the recent history (refitted after new reports)."""
         if self._fit is None:
-            start = max(0, len(self._iters) - self._window)
+            start = max(self._regime, len(self._iters) - self._window)
             self._fit = slaq_curves.fit_curve(
                 self._iters[start:], self._losses[start:], decay=self._decay, window=self._window
             )
@@ -143,8 +189,17 @@ class JobState:
             self._row = self._make_row()
         return self._row
 
+    def _score(self) -> None:
+        """Scores the previous allocation's fit on the newest loss (once per allocation)."""
+        old = self._scored
+        if old is not None and self._iters and self._iters[-1] > old.last_iter:
+            self._errors = [*self._errors, slaq_curves.progress_error(old, self._iters[-1], self._losses[-1])]
+            self._errors = self._errors[-ERROR_EPOCHS:]
+        self._scored = None
+
     def _make_row(self) -> tuple:
-        cap = float(self.max_slots) if self.max_slots else math.inf
+        self._score()
+        cap = self.cap
         rt = self.runtime()
         if len(self._losses) < 2 or self._max_change <= 0:
             last = self._losses[-1] if self._losses else 0.0
@@ -152,6 +207,7 @@ class JobState:
             # Unknown curve: one normalised unit per iteration (see module docstring).
             return (0, 0.0, 0.0, 0.0, 0.0, it, 0.0, 1.0, it, last, 1.0, 1.0, rt.a, rt.b, cap, last, -math.inf)
         f = self.curve()
+        self._scored = f
         return (
             f.code,
             *f.params,
@@ -220,13 +276,38 @@ def _normaliser(m: dict[str, np.ndarray], normalise: str) -> np.ndarray:
     return np.where(np.isnan(span), m["max_change"], span)
 
 
+def _profiles(jobs: Sequence[JobState]) -> np.ndarray | None:
+    """[J, P] measured seconds per iteration on 1..P slots, each row padded with its last value; NaN rows
+    for jobs without a profile; None when no job has one."""
+    if all(j.profile is None for j in jobs):
+        return None
+    width = max(j.profile.size for j in jobs if j.profile is not None)
+    out = np.full((len(jobs), width), np.nan)
+    for i, j in enumerate(jobs):
+        if j.profile is not None:
+            out[i, : j.profile.size] = j.profile
+            out[i, j.profile.size :] = j.profile[-1]
+    return out
+
+
+def _iteration_seconds(m: dict[str, np.ndarray], s: np.ndarray) -> np.ndarray:
+    """[J, C] seconds per iteration on s slots: the measured profile where there is one, else a / s + b."""
+    model = m["rt_a"] / np.maximum(s, 1.0) + m["rt_b"]
+    if "profile" not in m:
+        return model
+    prof = m["profile"]
+    idx = np.clip(s, 1, prof.shape[1]).astype(np.int64) - 1
+    measured = np.take_along_axis(prof, idx, axis=1)
+    return np.where(np.isfinite(measured), measured, model)
+
+
 def _slot_keys(
     m: dict[str, np.ndarray], slots: np.ndarray, epoch_s: float, objective: str, normalise: str = "max_change"
 ) -> np.ndarray:
     """[J, C] key of the slot after s - 1 slots, for s in `slots` ([J, C] or [C], >= 1)."""
     s = np.broadcast_to(slots, (m["code"].shape[0], np.shape(slots)[-1])).astype(float)
     s_all = np.concatenate([s[:, :1] - 1.0, s], axis=1)  # s - 1 for the first column
-    iters = epoch_s / (m["rt_a"] / np.maximum(s_all, 1.0) + m["rt_b"])
+    iters = epoch_s / _iteration_seconds(m, s_all)
     iters[:, 0] = np.where(s_all[:, 0] < 1, 0.0, iters[:, 0])
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = _predicted_loss(m, m["last_iter"] + iters)
@@ -257,7 +338,7 @@ class SlaqAllocator:
         Only the "total" objective uses it.
     """
 
-    def __init__(self, objective: str = "total", epoch_s: float = 10.0, normalise: str = "max_change"):
+    def __init__(self, objective: str = "total", epoch_s: float = DEFAULT_EPOCH_S, normalise: str = "max_change"):
         if objective not in ("total", "min"):
             raise ValueError(f"objective must be 'total' or 'min', got {objective!r}")
         if not epoch_s > 0:
@@ -287,6 +368,9 @@ class SlaqAllocator:
         if n == 0:
             return {}
         m = _unpack(np.array([j.model_row() for j in jobs], dtype=float))
+        profiles = _profiles(jobs)
+        if profiles is not None:
+            m["profile"] = profiles
         if num_slots < n:
             first = _slot_keys(m, np.array([1.0]), self.epoch_s, self.objective, self.normalise)[:, 0]
             chosen = set(np.argsort(-first, kind="stable")[: max(num_slots, 0)].tolist())
@@ -328,22 +412,3 @@ class SlaqAllocator:
                 return counts
             todo = np.flatnonzero(full)
             width = int(min(4 * width, extra))
-
-
-class FairAllocator:
-    """Fair share: slots split evenly, the remainder to the earliest jobs.
-
-    Same interface as SlaqAllocator; a job never gets more than its max_slots.
-    """
-
-    def allocate(self, jobs: Sequence[JobState], num_slots: int) -> dict[Hashable, int]:
-        """{job_id: slots}: num_slots // len(jobs) each, one more for the first num_slots % len(jobs)."""
-        n = len(jobs)
-        if n == 0:
-            return {}
-        base, rest = divmod(max(num_slots, 0), n)
-        out = {}
-        for i, j in enumerate(jobs):
-            s = base + (1 if i < rest else 0)
-            out[j.job_id] = min(s, j.max_slots) if j.max_slots else s
-        return out

@@ -108,6 +108,57 @@ def _family_z(code: int | np.ndarray, p: np.ndarray, x: np.ndarray) -> np.ndarra
     return np.where(code == 1, quad, np.where(code == 2, lin, exp))
 
 
+JUMP_FACTOR = 4.0  # a change this many times the largest of the previous JUMP_LOOKBACK is a jump (our choice)
+JUMP_LOOKBACK = 10  # changes a jump is compared with (our choice)
+
+
+def is_jump(previous_changes, change: float, *, factor: float = JUMP_FACTOR) -> bool:
+    """Whether a loss change starts a new regime (e.g. a learning-rate drop).
+
+    A smooth convergence curve changes less each iteration, and noise of a
+    steady size rarely changes by several times its own largest recent swing,
+    so a change over `factor` times the largest of the previous ones marks a
+    jump or the end of a plateau.
+
+    Args:
+      previous_changes: [JUMP_LOOKBACK] the changes before it (absolute or signed).
+      change: the newest change.
+      factor: threshold ratio.
+
+    Returns:
+      False while fewer than JUMP_LOOKBACK changes precede it.
+
+    >>> is_jump([0.1] * 10, -0.5), is_jump([0.1] * 10, -0.3)
+    (True, False)
+    """
+    prev = np.abs(np.asarray(previous_changes, dtype=float))
+    return prev.size >= JUMP_LOOKBACK and abs(change) > factor * float(prev.max())
+
+
+def regime_start(losses, *, factor: float = JUMP_FACTOR) -> int:
+    """Index of the first loss after the latest jump (see `is_jump`); 0 if none.
+
+    Args:
+      losses: [N] a job's losses in order of iteration.
+    """
+    d = np.diff(np.asarray(losses, dtype=float))
+    for i in range(d.size - 1, JUMP_LOOKBACK - 1, -1):
+        if is_jump(d[i - JUMP_LOOKBACK : i], d[i], factor=factor):
+            return i + 1
+    return 0
+
+
+def recent_fit(iters, losses, *, decay: float = DEFAULT_DECAY, window: int = DEFAULT_WINDOW) -> CurveFit:
+    """`fit_curve` on the current regime only: the points since the latest jump, within the window.
+
+    Right after a jump the regime has too few points for a family and the fit
+    falls back to its recent mean change.
+    """
+    losses = np.asarray(losses, dtype=float)
+    start = max(regime_start(losses[-window:]) + max(0, losses.size - window), 0)
+    return fit_curve(np.asarray(iters, dtype=float)[start:], losses[start:], decay=decay, window=window)
+
+
 def _mean_change(iters: np.ndarray, losses: np.ndarray) -> float:
     """Recent mean loss decrease per iteration (>= 0), over the last few points."""
     if iters.size < 2:
@@ -229,7 +280,7 @@ def fit_curve(
 ) -> CurveFit:
     """Fits a job's loss history to the SLAQ convergence families.
 
-    Each family is fitted by weighted least squares (scipy.optimize.least_squares)
+    Each family is fitted by weighted least squares (scipy.optimize.leastsq, see `_fit_family`)
     over the last `window` points, a point `j` iterations older than the newest
     weighing `decay**j`; the family with the lowest weighted residual wins.
     With fewer than `min_points` points, a flat history, or no family fitting,
@@ -299,6 +350,24 @@ def predict(fit: CurveFit, k: float) -> float:
     so the predicted loss never rises.
     """
     return float(predict_many(fit, [k])[0])
+
+
+def progress_error(fit: CurveFit, k: float, loss: float) -> float:
+    """How wrong a fit's predicted progress was: |predicted - actual| / max(|predicted|, |actual|).
+
+    Progress is the loss decrease from the fit's last observed loss to
+    iteration k (> last_iter), so 0 is a perfect prediction and 1 means off by
+    the whole of the larger of the two (e.g. progress predicted where there was
+    none); at most 2.
+
+    >>> f = CurveFit(MEAN_CHANGE, (0.0,) * 4, 0.0, 0.0, 1.0, 10.0, 5.0, 0.1)
+    >>> round(progress_error(f, 20, 4.0), 6), round(progress_error(f, 20, 4.5), 6)
+    (0.0, 0.5)
+    """
+    predicted = fit.last_loss - predict(fit, k)
+    actual = fit.last_loss - float(loss)
+    denom = max(abs(predicted), abs(actual))
+    return 0.0 if denom <= 0 else abs(predicted - actual) / denom
 
 
 @dataclasses.dataclass(frozen=True)

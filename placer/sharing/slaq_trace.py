@@ -88,9 +88,13 @@ def load_trace(path: str) -> list[TraceJob]:
     """
     try:
         with open(path, newline="") as f:
-            rows = list(csv.reader(f))
+            text = f.read()
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: cannot read trace: {e}") from None
+    if text and not text.endswith("\n"):
+        last = text.count("\n") + 1
+        raise InputError(f"{path}: row {last}: no line end after the last row; the trace looks cut short")
+    rows = list(csv.reader(io.StringIO(text)))
     if not rows:
         raise InputError(f"{path}: empty trace (no header)")
     header = [h.strip() for h in rows[0]]
@@ -152,6 +156,34 @@ def _assemble(path: str, job: str, recs: list) -> TraceJob:
     return TraceJob(job, arrival, np.array([r[3] for r in recs], dtype=float), seconds[:, :width])
 
 
+def time_to_fraction(times, losses, start_s: float, fraction: float, total: float | None = None) -> float:
+    """Seconds from `start_s` until the loss first fell by `fraction` of the total reduction.
+
+    The one definition of "time to X%" (SLAQ's measure) behind simulate_sharing
+    and placer-search reports.
+
+    Args:
+      times: [n] seconds at which each loss was observed.
+      losses: [n] the losses (index 0: the initial loss).
+      start_s: the job's start, seconds.
+      fraction: e.g. 0.9.
+      total: the total reduction L0 - L_N; default losses[0] - losses[-1].
+
+    Returns:
+      Seconds; inf if never reached, nan if the total reduction is not positive.
+
+    >>> time_to_fraction([0.0, 1.0, 2.0, 3.0], [10.0, 5.0, 2.0, 0.0], 0.0, 0.8)
+    2.0
+    """
+    losses = np.asarray(losses, dtype=float)
+    if total is None:
+        total = float(losses[0] - losses[-1]) if losses.size >= 2 else 0.0
+    if not total > 0:
+        return math.nan
+    hit = np.flatnonzero(losses[0] - losses >= fraction * total - 1e-12 * abs(total))
+    return float(times[hit[0]] - start_s) if hit.size else math.inf
+
+
 @dataclasses.dataclass
 class SharingResult:
     """Outcome of simulate_sharing.
@@ -166,6 +198,7 @@ class SharingResult:
       mean_quality: [E] mean normalised quality (L0 - L) / (L0 - L_N) of the jobs running
         then (arrived, not finished; SLAQ's measure); nan when none is running.
       horizon_s: simulated seconds.
+      allocations: (epoch start seconds, job_id, slots) per running job and epoch.
     """
 
     job_ids: list[str]
@@ -175,6 +208,7 @@ class SharingResult:
     quality_times: np.ndarray
     mean_quality: np.ndarray
     horizon_s: float
+    allocations: list = dataclasses.field(default_factory=list)
 
     def mean_time_to(self, fraction: float) -> float:
         """Mean seconds to reach `fraction` of the loss reduction; jobs that did not are counted
@@ -201,7 +235,7 @@ def simulate_sharing(
 
     Args:
       jobs: the trace.
-      allocator: SlaqAllocator, FairAllocator, or anything with allocate(jobs, num_slots).
+      allocator: anything with allocate(jobs, num_slots), e.g. from allocators.make_allocator.
       num_slots: slots in the pool.
       epoch_s: seconds between reallocations.
       horizon_s: seconds simulated.
@@ -217,13 +251,14 @@ def simulate_sharing(
     times = [[j.arrival_s] for j in jobs]
     losses = [[float(j.losses[0])] for j in jobs]
     total = np.array([j.losses[0] - j.losses[-1] for j in jobs])
-    quality_t, quality = [], []
+    quality_t, quality, allocations = [], [], []
     t = 0.0
     while t < horizon_s:
         running = [i for i in range(n) if jobs[i].arrival_s <= t and not finished[i]]
         for i in running:
             if states[i] is None:
-                states[i] = JobState(jobs[i].job_id, max_slots=jobs[i].max_slots)
+                # The job's scaling as measured on its first iteration (seconds_1..seconds_M).
+                states[i] = JobState(jobs[i].job_id, max_slots=jobs[i].max_slots, profile=jobs[i].seconds[1])
                 states[i].report(0, jobs[i].losses[0])
         q = [(jobs[i].losses[0] - losses[i][-1]) / total[i] if total[i] > 0 else 1.0 for i in running]
         quality_t.append(t)
@@ -231,21 +266,24 @@ def simulate_sharing(
         alloc = allocator.allocate([states[i] for i in running], num_slots) if running else {}
         if sum(alloc.values()) > num_slots:
             raise ValueError(f"allocator gave {sum(alloc.values())} slots of {num_slots}")
+        allocations.extend(
+            (t, jobs[i].job_id, min(int(alloc.get(jobs[i].job_id, 0)), jobs[i].max_slots)) for i in running
+        )
         end = min(t + epoch_s, horizon_s)
         for i in running:
             s = min(int(alloc.get(jobs[i].job_id, 0)), jobs[i].max_slots)
             if s > 0:
                 _run(jobs[i], states[i], s, t, end, i, next_iter, done_frac, finished, times[i], losses[i])
         t = end
-    time_to = {}
-    for frac in TARGETS:
-        out = np.full(n, math.inf)
-        for i, j in enumerate(jobs):
-            if total[i] > 0:
-                hit = np.flatnonzero(j.losses[0] - np.asarray(losses[i]) >= frac * total[i] - 1e-12 * abs(total[i]))
-                if hit.size:
-                    out[i] = times[i][hit[0]] - j.arrival_s
-        time_to[frac] = out
+    time_to = {
+        frac: np.array(
+            [
+                time_to_fraction(times[i], losses[i], j.arrival_s, frac, total[i]) if total[i] > 0 else math.inf
+                for i, j in enumerate(jobs)
+            ]
+        )
+        for frac in TARGETS
+    }
     curves = {j.job_id: (np.asarray(times[i]), np.asarray(losses[i])) for i, j in enumerate(jobs)}
     return SharingResult(
         [j.job_id for j in jobs],
@@ -255,6 +293,7 @@ def simulate_sharing(
         np.asarray(quality_t),
         np.asarray(quality),
         float(horizon_s),
+        allocations,
     )
 
 

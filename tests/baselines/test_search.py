@@ -59,3 +59,17 @@ def test_same_seed_same_result():
     a = registry.place("local_search", g, cl, seed=3, measurer=Simulator(g, cl), budget=20)
     b = registry.place("local_search", g, cl, seed=3, measurer=Simulator(g, cl), budget=20)
     np.testing.assert_array_equal(a.devices, b.devices)
+
+
+def test_local_search_starts_from_a_random_placement_when_single_gpu_runs_out_of_memory():
+    # 1.5 MB GPUs, 1 MB per op output: one GPU cannot hold all six ops, so single_gpu fails.
+    g = make_graph(
+        [f"{c}{i}" for c in "ab" for i in range(3)],
+        [(f"{c}{i}", f"{c}{i + 1}", 0) for c in "ab" for i in range(2)],
+        persistent_bytes=[500_000] * 6,
+    )
+    cl = make_cluster(2, cpu=False, memory=1_600_000)
+    sim = Simulator(g, cl)
+    assert not sim.measure([registry.place("single_gpu", g, cl)])[0].ok
+    p = registry.place("local_search", g, cl, seed=0, measurer=sim, budget=40)
+    assert sim.measure([p])[0].ok and p.metadata["step_time"] == pytest.approx(3.0)

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -89,10 +90,10 @@ def test_speedups_worked_by_hand(tmp_path):
     assert by["single_gpu"].step_time == pytest.approx(10.0)
     assert by["expert"].step_time == pytest.approx(6.0)
     assert by["rl"].step_time == pytest.approx(6.0)
-    assert by["single_cpu"].speedup_vs_expert == pytest.approx(0.06)
+    assert by["single_cpu"].speedup_vs_reference == pytest.approx(0.06)
     assert by["single_cpu"].speedup_vs_single_gpu == pytest.approx(0.1)
     assert by["expert"].speedup_vs_single_gpu == pytest.approx(10 / 6)
-    assert by["rl"].speedup_vs_expert == pytest.approx(1.0)
+    assert by["rl"].speedup_vs_reference == pytest.approx(1.0)
     # Lower bound: critical path x, a, c = 1 + 4 + 1 = 6 s (work / 3 devices is 10/3 s).
     assert by["expert"].ratio_to_lower_bound == pytest.approx(1.0)
     assert by["single_gpu"].ratio_to_lower_bound == pytest.approx(10 / 6)
@@ -110,7 +111,7 @@ def test_not_strict_reports_inapplicable_baseline():
     )
     rows = compare_lib.compare(graph, cluster, Simulator(graph, cluster), ["expert", "single_gpu"], strict=False)
     assert rows[0].failure == compare_lib.NOT_APPLICABLE and "no expert placement" in rows[0].message
-    assert rows[1].speedup_vs_expert is None and rows[1].step_time == pytest.approx(10.0)
+    assert rows[1].speedup_vs_reference is None and rows[1].step_time == pytest.approx(10.0)
 
 
 def run(tmp_path, *args):
@@ -155,8 +156,18 @@ def test_cli_all_methods_with_oom_and_pngs(tmp_path):
     assert all(r["speedup_vs_single_gpu"] == "" for r in rows)  # the reference failed
     assert float(by["expert"]["step_time_s"]) == pytest.approx(6.0)
     assert float(by["single_cpu"]["speedup_vs_expert"]) == pytest.approx(0.06)
-    assert "| single_gpu | OOM |" in (tmp_path / "out" / "table.md").read_text()
-    assert "OOM" in out.stdout
+    md = (tmp_path / "out" / "table.md").read_text()
+    assert re.search(r"^\| single_gpu +\| OOM +\|", md, re.M), md
+    assert re.search(r"^single_gpu +OOM ", out.stdout, re.M), out.stdout
+    # Why the single-GPU column is empty, in the terminal and the Markdown.
+    assert "vs single GPU: n/a, single_gpu failed (out of memory on /device:GPU:0" in out.stdout
+    assert "- vs single GPU: n/a, single_gpu failed" in md
+    # Each baseline that placed the graph has its placement written, loadable for this graph.
+    for name in registry.names():
+        p = Placement.load(str(tmp_path / "out" / f"placement_{name}.json"))
+        p.check_graph(graph)
+        assert p.metadata["method"] == name
+    assert not (tmp_path / "out" / "placement_rl.json").exists()
     # The fastest row is drawn by default (several tie at 6 s here; the first of them).
     first_best = next(r["method"] for r in rows if r["step_time_s"] and float(r["step_time_s"]) == pytest.approx(6.0))
     assert sorted(p.name for p in (tmp_path / "out").glob("timeline_*")) == [f"timeline_{first_best}.png"]
@@ -236,3 +247,32 @@ def test_table1_readme_section_replaced_in_place(tmp_path):
     text = path.read_text()
     assert text.startswith("# Title\n\nintro\n\n<!-- table1 -->\n## Reproduction (Table 1 shape)")
     assert "second" in text and "first" not in text and text.count("<!-- table1 -->") == 1
+
+
+def test_cli_reference_file_is_the_speedup_baseline(tmp_path):
+    graph = graph_io.from_json(GRAPH)
+    rl_placement(graph).save(str(tmp_path / "mine.json"))  # 6 s, worked out in rl_placement
+    out = run(
+        tmp_path,
+        f"--cluster={write_cluster(tmp_path, 10**9)}",
+        "--methods=single_cpu,single_gpu",
+        f"--reference={tmp_path / 'mine.json'}",
+        f"--out={tmp_path / 'o'}",
+    )
+    assert out.returncode == 0, out.stderr
+    with open(tmp_path / "o" / "table.csv") as f:
+        rows = {r["method"]: r for r in csv.DictReader(f)}
+    assert list(rows) == ["single_cpu", "single_gpu", "rl"]
+    # single CPU 100 s, single GPU 10 s, against the file's 6 s.
+    assert float(rows["single_cpu"]["speedup_vs_rl"]) == pytest.approx(0.06)
+    assert float(rows["single_gpu"]["speedup_vs_rl"]) == pytest.approx(0.6)
+    assert float(rows["rl"]["speedup_vs_rl"]) == pytest.approx(1.0)
+    assert "vs rl" in out.stdout and "n/a" not in out.stdout
+
+
+def test_cli_missing_reference_is_explained_or_refused(tmp_path):
+    cluster = f"--cluster={write_cluster(tmp_path, 10**9)}"
+    out = run(tmp_path, cluster, "--methods=single_cpu,single_gpu")
+    assert out.returncode == 0, out.stderr
+    assert "vs expert: n/a, expert is not among the compared placements" in out.stdout
+    expect_error(run(tmp_path, cluster, "--methods=single_cpu", "--reference=nobody"), "--reference", "'nobody'")

@@ -327,7 +327,6 @@ def test_coarsening_reaches_the_target_without_caps(seed):
 
 @pytest.mark.parametrize("spec", ["configs/nmt.py:tiny", "configs/inception_v3.py:tiny"])
 def test_invariants_on_tiny_models(spec):
-    pytest.importorskip("tensorflow")
     import models
     from graphs import extract
     from placer.core.configs_util import load_config

@@ -89,8 +89,9 @@ def test_sub_microsecond_ops_get_a_cost():
 
 
 def test_tiny_nmt_has_costs():
-    models = pytest.importorskip("models")
-    nmt = pytest.importorskip("configs.nmt")
+    import models
+    from configs import nmt
+
     m = models.build(nmt.get_config("tiny").model)
     graph = extract.extract(m.metagraph, name=m.name)
     g = costs.grappler_costs(m.metagraph, graph, _cluster())

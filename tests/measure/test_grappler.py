@@ -8,7 +8,7 @@ from graphs import extract
 from placer.core import cluster as cluster_lib
 from placer.core.measurement import ERROR, OOM, UNSUPPORTED
 from placer.core.placement import Placement
-from placer.measure.grappler import GrapplerMeasurer
+from placer.measure.grappler import TRANSFER_SCOPE, GrapplerMeasurer
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +102,9 @@ def test_split_colocation_group_is_an_error(model):
 
 
 def test_tiny_nmt_on_gpu_and_split():
-    models = pytest.importorskip("models")
-    nmt = pytest.importorskip("configs.nmt")
+    import models
+    from configs import nmt
+
     m = models.build(nmt.get_config("tiny").model)
     graph = extract.extract(m.metagraph, name=m.name)
     c = _cluster()
@@ -147,3 +148,64 @@ def test_transfer_costs_bytes_over_link_bandwidth(bandwidth):
     assert split.bytes_moved == 4 * 1024 * 1024 + 8  # a, and the int32[2] reduction axes
     # the received copy of a is live on GPU:1 while b reads it
     assert split.peak_memory[1] >= 4 * 1024 * 1024
+
+
+def _reshape_model():
+    """x [64,512,8] -> Reshape(x, const [-1, 4096]) -> MatMul with w [4096,4096] -> Sum; train_op = the Sum."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.random.uniform([64, 512, 8], name="x")
+        r = tf.reshape(x, tf.constant([-1, 4096], name="shape"), name="r")
+        w = tf.compat.v1.get_variable("w", [4096, 4096])
+        tf.reduce_sum(tf.matmul(r, w, name="y"), name="s")
+        tf.compat.v1.add_to_collection("train_op", g.get_operation_by_name("s"))
+    graph = extract.extract(g, name="reshape")
+    c = cluster_lib.make(
+        "t",
+        [cluster_lib.Device("/device:GPU:0", "GPU", 1 << 30), cluster_lib.Device("/device:GPU:1", "GPU", 1 << 30)],
+    )
+    one = Placement.from_ops(graph, np.ones(graph.num_ops, int), c.device_names)
+    split = Placement.from_ops(graph, [0 if n == "shape" else 1 for n in graph.names], c.device_names)
+    return extract.metagraph_of(g), graph, c, one, split
+
+
+class _DataThroughTransfers(GrapplerMeasurer):
+    """The old routing: consumers read the transfer's copy instead of the original tensor."""
+
+    def placed(self, devices):
+        mg = super().placed(devices)
+        for node in mg.graph_def.node:
+            waits = [i[1:] for i in node.input if i.startswith("^" + TRANSFER_SCOPE)]
+            for w in waits:
+                src, out = w[len(TRANSFER_SCOPE) + 1 :].rsplit("/", 2)[:2]
+                for k, inp in enumerate(node.input):
+                    if inp in (f"{src}:{out}", src if out == "0" else None):
+                        node.input[k] = w
+        return mg
+
+
+def test_shape_tensor_from_another_device_keeps_the_matmul_cost():
+    """A Reshape whose shape constant sits on another device: the MatMul after it keeps its cost.
+
+    Routing the shape tensor through a transfer op hid its value from Grappler's
+    shape inference, so the Reshape's first dimension became unknown and the
+    64x4096 @ 4096x4096 MatMul (2.1 GFLOP) was costed as if it were far smaller.
+    """
+    mg, graph, c, one, split = _reshape_model()
+    same, apart = GrapplerMeasurer(mg, graph, c).measure([one, split])
+    assert same.ok and apart.ok
+    # Everything but an 8-byte constant runs where it did: the step cannot get faster.
+    assert apart.step_time >= same.step_time
+    flops = 2 * 64 * 4096 * 4096
+    assert same.step_time >= flops / 4368e9  # the MatMul alone at the K80's peak
+    assert not apart.flagged, apart.flag
+
+
+def test_guard_flags_ops_whose_cost_collapses():
+    mg, graph, c, one, split = _reshape_model()
+    same, apart = _DataThroughTransfers(mg, graph, c).measure([one, split])
+    assert not same.flagged
+    assert apart.step_time < same.step_time  # the collapse the guard is there for
+    assert apart.flagged and "'y' (MatMul)" in apart.flag and "/device:GPU:1" in apart.flag
+    (lenient,) = _DataThroughTransfers(mg, graph, c, cost_tolerance=0.99).measure([split])
+    assert not lenient.flagged

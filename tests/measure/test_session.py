@@ -70,27 +70,24 @@ SCRIPT = textwrap.dedent(
     (s,) = t.measure([Placement.from_ops(g2, np.zeros(g2.num_ops, int), cluster.device_names)])
     out["timeout"] = [s.failure, s.message]
     # The tiny NMT: decoder (and what is colocated with it) on CPU:1.
-    try:
-        import models
-        from configs import nmt
-    except ImportError:
-        models = None
-    if models is not None:
-        model = models.build(nmt.get_config("tiny").model)
-        ng = extract.extract(model.metagraph, name=model.name)
-        dec = np.array(["decoder" in n for n in ng.names])
-        for key in set(ng.colocation[dec]) - {""}:
-            dec |= ng.colocation == key
-        nd = np.where(dec, 1, 0)
-        nm = SessionMeasurer(model, ng, cluster, warmup=1, steps=2, rewrite=False)
-        (nr,) = nm.measure([Placement.from_ops(ng, nd, cluster.device_names)])
-        where = ran_on(nm.last_run_metadata)
-        ran = {n: where[n] for n in ng.names if n in where}
-        out["nmt"] = {
-            "ok": nr.ok, "message": nr.message, "ran": len(ran), "ops": int(ng.num_ops),
-            "wrong": [n for n, dv in ran.items() if dv != cluster.device_names[nd[ng.index()[n]]]],
-            "on_1": sum(dv == "/device:CPU:1" for dv in ran.values()),
-        }
+    import models
+    from configs import nmt
+
+    model = models.build(nmt.get_config("tiny").model)
+    ng = extract.extract(model.metagraph, name=model.name)
+    dec = np.array(["decoder" in n for n in ng.names])
+    for key in set(ng.colocation[dec]) - {""}:
+        dec |= ng.colocation == key
+    nd = np.where(dec, 1, 0)
+    nm = SessionMeasurer(model, ng, cluster, warmup=1, steps=2, rewrite=False)
+    (nr,) = nm.measure([Placement.from_ops(ng, nd, cluster.device_names)])
+    where = ran_on(nm.last_run_metadata)
+    ran = {n: where[n] for n in ng.names if n in where}
+    out["nmt"] = {
+        "ok": nr.ok, "message": nr.message, "ran": len(ran), "ops": int(ng.num_ops),
+        "wrong": [n for n, dv in ran.items() if dv != cluster.device_names[nd[ng.index()[n]]]],
+        "on_1": sum(dv == "/device:CPU:1" for dv in ran.values()),
+    }
     print("RESULT " + json.dumps(out))
     """
 )
@@ -144,8 +141,6 @@ def test_split_colocation_group_is_an_error(result):
 
 
 def test_tiny_nmt_runs_where_placed(result):
-    if "nmt" not in result:
-        pytest.skip("models/ not available")
     r = result["nmt"]
     assert r["ok"], r["message"]
     assert r["wrong"] == []

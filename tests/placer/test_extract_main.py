@@ -1,11 +1,7 @@
 """placer-extract end to end on the tiny NMT, and its bad-input errors."""
 
-import os
-
-import pytest
-
 from placer.core import io
-from tests.cli import ROOT, run_module
+from tests.cli import run_module
 
 
 def run(*args):
@@ -16,7 +12,6 @@ def error_lines(stderr):
     return [x for x in stderr.splitlines() if x.startswith("error:")]
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "configs", "nmt.py")), reason="no NMT config")
 def test_tiny_nmt_summary_and_graph_file(tmp_path):
     out = tmp_path / "nmt.graph.json.gz"
     r = run("--config=configs/nmt.py:tiny", f"--out={out}")

@@ -1,13 +1,10 @@
 """The costed-graph cache and the placement problem built from a model config."""
 
 import numpy as np
-import pytest
 
-pytest.importorskip("tensorflow")
-
-from graphs import pipeline  # noqa: E402
-from placer.core import cluster as cluster_lib  # noqa: E402
-from placer.core import configs_util  # noqa: E402
+from graphs import pipeline
+from placer.core import cluster as cluster_lib
+from placer.core import configs_util
 from placer.rl import problem as problem_lib
 
 

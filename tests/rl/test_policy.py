@@ -3,10 +3,8 @@
 import numpy as np
 import pytest
 
-tf = pytest.importorskip("tensorflow")
-
-from configs.common import placer_config  # noqa: E402
-from placer.rl.policy import build_policy  # noqa: E402
+from configs.common import placer_config
+from placer.rl.policy import build_policy
 
 G, F, V = 7, 5, 4
 

@@ -167,3 +167,36 @@ def test_every_sample_failing_ends_cleanly(tmp_path):
     assert trainer.best_placement() is None
     trainer.save()
     assert not os.path.exists(tmp_path / "best_placement.json")
+
+
+class _FlagsA0OnSecondGpu:
+    """Simulates, but reports placements with op a0 on GPU:1 ten times too fast and flagged."""
+
+    def __init__(self, graph, cluster):
+        self.sim = Simulator(graph, cluster)
+        self.flagged = 0
+
+    def measure(self, placements):
+        import dataclasses  # noqa: PLC0415
+
+        out = []
+        for p, m in zip(placements, self.sim.measure(placements), strict=True):
+            if p.devices[list(p.op_names).index("a0")] == 1:
+                m = dataclasses.replace(m, step_time=m.step_time / 10, flag="op 'a0' costs less than unplaced")
+                self.flagged += 1
+            out.append(m)
+        return out
+
+
+def test_flagged_measurements_never_become_the_best(tmp_path):
+    graph, cluster = two_chains()
+    c = config()
+    problem, _ = problem_lib.make_problem(graph, cluster, c)
+    measurer = _FlagsA0OnSecondGpu(graph, cluster)
+    trainer = Trainer(problem, measurer, c, str(tmp_path))
+    stats = trainer.train(3, progress=False)
+    assert measurer.flagged > 0
+    assert stats["min_step_time"] < 3.0  # a flagged one beat the true optimum of 3 s...
+    best = trainer.best_placement()
+    assert best is not None and best.devices[list(best.op_names).index("a0")] == 0  # ...and was not kept
+    assert stats["best_step_time"] >= 3.0

@@ -77,6 +77,21 @@ def test_train_writes_results_then_resume_continues(files, tmp_path):
     assert best["metadata"]["method"] == "rl" and len(best["ops"]) == 6
     assert os.listdir(work / "tensorboard")
     assert "best step time" in r.stdout
+    # The same seed in a fresh process: the same best placement, bit for bit.
+    r2 = train(
+        files,
+        f"--graph={files / 'g.graph.json'}",
+        f"--cluster={files / 'gpus.json'}",
+        f"--workdir={tmp_path / 'again'}",
+        "--steps=6",
+        "--seed=1",
+    )
+    assert r2.returncode == 0, r2.stderr
+    again = json.loads((tmp_path / "again" / "best_placement.json").read_text())
+    assert again["ops"] == best["ops"] and again["metadata"]["step_time"] == best["metadata"]["step_time"]
+    assert (tmp_path / "again" / "curve.csv").read_text().split("\n")[1].split(",")[3:] == (
+        (work / "curve.csv").read_text().split("\n")[1].split(",")[3:]
+    )
     assert summary["policy"] == "seq2seq_attention" and summary["encoder"] == "bilstm"
     assert json.loads((work / "run.json").read_text())["encoder"] == "bilstm"
     rows = (work / "curve.csv").read_text().splitlines()
@@ -145,3 +160,24 @@ def test_every_sample_failing_reports_cleanly(files, tmp_path):
     summary = json.loads((tmp_path / "w" / "summary.json").read_text())
     assert summary["best_step_time"] is None
     assert not (tmp_path / "w" / "best_placement.json").exists()
+
+
+def test_finished_resume_changes_nothing_and_a_run_without_checkpoint_starts_over(files, tmp_path):
+    work = tmp_path / "w"
+    ok = [f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}", f"--workdir={work}"]
+    # --max_minutes stops a long search early and still writes its results.
+    r = train(files, *ok, "--steps=100000", "--max_minutes=0.02")
+    assert r.returncode == 0, r.stderr
+    steps = json.loads((work / "summary.json").read_text())["steps"]
+    assert 0 < steps < 100000 and (work / "best_placement.json").exists()
+    before = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
+    r = train(files, *ok, f"--steps={steps}", "--resume")
+    assert r.returncode == 0 and "finished" in r.stdout, r.stderr
+    after = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
+    assert before == after
+    # run.json without a checkpoint: nothing to continue, so it starts over and says so.
+    for name in os.listdir(work / "checkpoints"):
+        os.remove(work / "checkpoints" / name)
+    r = train(files, *ok, "--steps=2")
+    assert r.returncode == 0 and "starting over" in r.stdout, r.stderr
+    assert json.loads((work / "summary.json").read_text())["steps"] == 2

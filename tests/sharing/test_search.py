@@ -168,6 +168,23 @@ def test_worker_that_always_raises_counts_as_error():
         assert eng.measure("j", [5.0], [0])[0].step_time == 5.0  # the worker serves again
 
 
+class BuggyMeasurer:
+    """A measurer with a programming error: indexes a float."""
+
+    def measure(self, placements):
+        return [Measurement(p[0]) for p in placements]
+
+
+def test_measurer_bug_fails_loudly_instead_of_as_a_failed_measurement():
+    from placer.sharing.engines import MeasurerBug
+
+    with InProcessEngine(2, max_retries=3, factory=lambda g, c: BuggyMeasurer()) as eng:
+        eng.add_job("j", None, _Cluster())
+        with pytest.raises(MeasurerBug, match="TypeError"):
+            eng.measure("j", [1.0, 2.0], [0, 1])
+        assert eng.retried == 0  # a bug is not a dead worker: nothing measured again
+
+
 def test_hung_worker_times_out_and_is_replaced():
     with engine_with(hang_on={1}, hang_s=2.0) as eng:
         res = eng.measure("j", [1.0, 2.0], [0])  # one chunk on slot 0; its first call hangs

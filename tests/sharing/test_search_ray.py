@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-ray = pytest.importorskip("ray")
+ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
 
 from placer.sharing import jobs as search_jobs  # noqa: E402
 from placer.sharing import search  # noqa: E402

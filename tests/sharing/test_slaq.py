@@ -1,12 +1,14 @@
 """Tests of the SLAQ and fair-share allocators on small hand-built jobs."""
 
 import heapq
+import math
 
 import numpy as np
 import pytest
 
 from placer.sharing import slaq
-from placer.sharing.slaq import FairAllocator, JobState, SlaqAllocator
+from placer.sharing.allocators import FairAllocator, StaticFairAllocator, water_fill
+from placer.sharing.slaq import JobState, SlaqAllocator
 
 
 def _job(job_id, curve, n=30, a=2.0, b=0.1, slots=(1, 2, 4), max_slots=None):
@@ -144,6 +146,36 @@ def test_fair_share_splits_evenly_with_remainder_to_earliest():
     assert FairAllocator().allocate(jobs, 11) == {0: 4, 1: 4, 2: 3}
     assert FairAllocator().allocate(jobs, 2) == {0: 1, 1: 1, 2: 0}
     assert FairAllocator().allocate([], 5) == {}
+
+
+def test_fair_share_gives_a_capped_jobs_unused_slots_to_the_others():
+    # 10 slots, caps 2, none, 3: even split 4/3/3 -> job 0 keeps 2, its 2 spare go to
+    # job 1 (uncapped) and none to job 2 (already at its cap 3): 2 / 5 / 3, all 10 used.
+    jobs = [JobState("a", max_slots=2), JobState("b"), JobState("c", max_slots=3)]
+    assert FairAllocator().allocate(jobs, 10) == {"a": 2, "b": 5, "c": 3}
+    # The static share leaves those slots idle: 2 / 3 / 3, 2 of 10 unused.
+    assert StaticFairAllocator().allocate(jobs, 10) == {"a": 2, "b": 3, "c": 3}
+
+
+def test_water_fill_uses_every_slot_a_job_below_its_cap_can_take():
+    # caps 1, 2, 6 on 8 slots: round 1, share 2 each -> 1, 2, 2 with 3 left; round 2 -> job 2 takes them.
+    assert water_fill([1, 2, 6], 8).tolist() == [1, 2, 5]
+    # More slots than all caps together: every job at its cap, the rest idle.
+    assert water_fill([1, 2, 3], 20).tolist() == [1, 2, 3]
+    # Remainder after even rounds goes to the earliest open jobs: 7 on 3 uncapped -> 3, 2, 2.
+    assert water_fill([math.inf] * 3, 7).tolist() == [3, 2, 2]
+    # Fewer slots than jobs: the earliest get one each.
+    assert water_fill([4, 4, 4], 2).tolist() == [1, 1, 0]
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        caps = rng.integers(1, 9, size=rng.integers(1, 12)).astype(float)
+        n = int(rng.integers(0, 60))
+        a = water_fill(caps, n)
+        assert a.sum() == min(n, caps.sum()) and np.all(a <= caps)
+        if a.sum() < n:  # slots idle: every job is at its cap
+            assert np.all(a == caps)
+        short = a < caps  # max-min: no job below its cap has 2 fewer than another job
+        assert not short.any() or a[short].min() >= a.max() - 1
 
 
 def test_bad_objective_or_normaliser_is_refused():

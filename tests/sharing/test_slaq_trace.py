@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from placer.core.errors import InputError
-from placer.sharing.slaq import FairAllocator, SlaqAllocator
+from placer.sharing.allocators import FairAllocator
+from placer.sharing.slaq import SlaqAllocator
 from placer.sharing.slaq_curves import fit_runtime
 from placer.sharing.slaq_trace import (
     TraceJob,
@@ -52,6 +53,8 @@ def test_round_trip_keeps_every_value(tmp_path):
         (HEADER + "a,0,0,1.0,,\n", "no iteration after 0"),
         (HEADER + "a,0,0,inf,,\na,0,1,0.5,1,1\n", "row 2, column loss"),
         ("", "empty"),
+        (HEADER + "a,0,0,1.0,,\na,0,1,0.5,1,1", "row 3: no line end after the last row; the trace looks cut short"),
+        (HEADER + "a,0,0,1.0,,\na,0,1,0.5,1,1\na,0,3,0.2,1,1\n", "row 4, column iteration: job a expects iteration 2"),
     ],
 )
 def test_bad_trace_names_file_row_and_column(tmp_path, body, needle):

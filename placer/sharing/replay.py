@@ -1,0 +1,120 @@
+"""`placer-search --trace`: replays a recorded SLAQ trace under any allocator (no TensorFlow).
+
+The jobs of a trace CSV (docs/formats.md, "SLAQ trace") run in simulated
+time through `slaq_trace.simulate_sharing`, and each allocator's run writes
+the outputs a live `placer-search` run writes (curves/<job>.csv,
+curves.json, allocations.csv, summary.json, under workdir/<allocator>/),
+with the same tables and the same comparison against the work-conserving
+fair share. A trace's losses are taken as recorded: no smoothing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+from placer.core.errors import InputError
+from placer.sharing import allocators
+from placer.sharing import report as search_report
+from placer.sharing.report import JobCurve
+from placer.sharing.slaq_trace import SharingResult, TraceJob, load_trace, simulate_sharing
+
+
+def horizon(jobs: list[TraceJob]) -> float:
+    """Seconds enough for every job to finish alone after the last arrival, on one slot."""
+    return jobs[-1].arrival_s + max(float(j.seconds[1:, 0].sum()) for j in jobs)
+
+
+def to_curves(result: SharingResult) -> list[JobCurve]:
+    """The replayed jobs as the JobCurves of a live run: best = running minimum loss,
+    slots = the job's slots in the epoch each point ended in, seconds = time since the previous point."""
+    per_job: dict[str, tuple[list, list]] = {}
+    for t, job, s in result.allocations:
+        per_job.setdefault(job, ([], []))
+        per_job[job][0].append(t)
+        per_job[job][1].append(s)
+    out = []
+    for job, arrival in zip(result.job_ids, result.arrivals, strict=True):
+        times, losses = result.curves[job]
+        epochs, slots = per_job.get(job, ([arrival], [0]))
+        idx = np.clip(np.searchsorted(epochs, times, side="left") - 1, 0, len(slots) - 1)
+        reached = len(times) > 1
+        out.append(
+            JobCurve(
+                job,
+                status="done" if reached else "not started",
+                start_s=float(arrival),
+                end_s=float(times[-1]) if reached else math.nan,
+                times=[float(x) for x in times],
+                losses=[float(x) for x in losses],
+                best=np.minimum.accumulate(losses).tolist(),
+                slots=[int(slots[i]) for i in idx],
+                seconds=np.diff(times, prepend=arrival).tolist(),
+            )
+        )
+    return out
+
+
+def replay(
+    trace_path: str,
+    *,
+    slots: int,
+    epoch_s: float,
+    policies: list[str],
+    workdir: str,
+    normalise: str = "max_change",
+    objective: str = "total",
+    log: Callable = print,
+) -> dict[str, dict]:
+    """Replays a trace under each allocator and writes workdir/<allocator>/.
+
+    Args:
+      trace_path: the SLAQ trace CSV.
+      slots: slots in the pool (> 0).
+      epoch_s: seconds between reallocations (> 0).
+      policies: allocator names (allocators.ALLOCATORS).
+      workdir: output folder.
+      normalise: SLAQ's normaliser.
+      objective: SLAQ's objective, "total" or "maxmin".
+      log: where the tables go.
+
+    Returns:
+      allocator -> summary.
+
+    Raises:
+      InputError: a bad trace (naming file, row and column), slots, epoch or allocator, or a used workdir.
+    """
+    if slots <= 0:
+        raise InputError(f"--slots must be positive, got {slots}")
+    if not epoch_s > 0:
+        raise InputError(f"--epoch_s must be positive, got {epoch_s}")
+    made = {}
+    for p in policies:
+        try:
+            made[p] = allocators.make_allocator(p, epoch_s=epoch_s, objective=objective, normalise=normalise)
+        except ValueError as e:
+            raise InputError(str(e)) from None
+        if os.path.exists(os.path.join(workdir, p, "summary.json")):
+            raise InputError(f"{os.path.join(workdir, p)}: holds an earlier run; pick another --workdir")
+    jobs = load_trace(trace_path)
+    out = {}
+    for p, allocator in made.items():
+        result = simulate_sharing(jobs, allocator, slots, epoch_s=epoch_s, horizon_s=horizon(jobs))
+        curves = to_curves(result)
+        summary = search_report.summarise(
+            p, curves, result.quality_times, slots=slots, epoch_s=epoch_s, wall_s=result.horizon_s, window=1
+        )
+        summary["trace"] = os.path.abspath(trace_path)
+        summary["normalise"] = normalise if p.startswith("slaq") else None
+        summary["objective"] = objective if p.startswith("slaq") else None
+        search_report.write_outputs(os.path.join(workdir, p), summary, curves, result.allocations, window=1)
+        out[p] = summary
+        log("")
+        log(search_report.format_table(summary))
+    if "fair" in out and len(out) > 1:
+        log("")
+        log(search_report.compare_to_fair(out))
+    return out

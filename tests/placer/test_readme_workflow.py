@@ -1,0 +1,89 @@
+"""The README's "From a graph to a placement" commands, run as written on the tiny NMT.
+
+The commands are read from README.md itself; only the model size, the step
+count and the policy width are made small. TensorFlow's log level is left
+unset, so the test also checks that no TF log line reaches the terminal.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from graphs import pipeline
+from placer.core import cluster as cluster_lib
+from placer.core import io as graph_io
+from placer.core.errors import InputError
+from placer.core.op_graph import OpGraph
+from tests.cli import ROOT
+
+SECTION = "## From a graph to a placement you train with"
+# A line as TF's C++ logging (absl, glog) writes it: "I0000 00:00:1796.. 123 file.cc:42] ...".
+NATIVE_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\]|^WARNING: All log messages before absl")
+
+
+def readme_commands() -> list[list[str]]:
+    """The placer-* commands of the README section, backslash continuations joined, as argv lists."""
+    text = open(os.path.join(ROOT, "README.md")).read()
+    block = text[text.index(SECTION) :].split("```")[1]
+    joined = re.sub(r"\\\n\s*", " ", block)
+    return [line.split() for line in joined.splitlines() if line.startswith(".venv/bin/placer-")]
+
+
+def small(argv: list[str]) -> list[str]:
+    """The same command as a module run, on the tiny model with a 2-step search."""
+    binary = argv[0].rsplit("/", 1)[1].removeprefix("placer-")
+    out = [sys.executable, "-m", f"placer.{binary}_main"]
+    for a in argv[1:]:
+        a = re.sub(r"^--config=configs/(\w+)\.py$", rf"--config={ROOT}/configs/\1.py:tiny", a)
+        out.append(re.sub(r"^--steps=\d+$", "--steps=2", a))
+    if binary == "train":
+        out += ["--noprogress", "--config.placer.policy.hidden_size=16"]
+    return out
+
+
+def test_readme_steps_run_as_written_without_tf_noise(tmp_path):
+    commands = readme_commands()
+    assert [c[0].rsplit("-", 1)[1] for c in commands] == ["extract", "train", "measure", "compare"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
+    env.update(PYTHONPATH=ROOT, PLACER_CACHE=str(tmp_path / "cache"), MPLBACKEND="Agg")
+    for argv in commands:
+        r = subprocess.run(small(argv), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, f"{argv[0]}: {r.stderr[-3000:]}"
+        noise = [x for x in r.stderr.splitlines() if NATIVE_LOG.match(x)]
+        assert noise == [], f"{argv[0]} printed TF log lines: {noise[:3]}"
+    graph = json.loads((tmp_path / "nmt.graph.json").read_text())
+    assert graph["device_types"] == ["CPU", "GPU"]
+    assert json.loads((tmp_path / "runs" / "nmt" / "summary.json").read_text())["steps"] == 2
+    assert json.loads((tmp_path / "nmt.trace.json").read_text())
+    assert (tmp_path / "cmp" / "table.csv").read_text().count("\n") > 3
+
+
+def test_graph_without_costs_is_refused_in_one_line(tmp_path):
+    g = tmp_path / "g.json"
+    graph_io.save(OpGraph.create("bare", ["a", "b"], ["MatMul"] * 2, [("a", "b", 8)]), str(g))  # no costs
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    for binary, extra in (
+        ("compare", []),
+        ("measure", ["--baseline=single_gpu"]),
+        ("train", [f"--workdir={tmp_path / 'w'}"]),
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", f"placer.{binary}_main", f"--graph={g}", "--cluster=k80x4", *extra],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert r.returncode == 2, (binary, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(g) in lines[0] and "no op costs" in lines[0], (binary, r.stderr)
+    assert not (tmp_path / "w").exists()
+
+
+def test_graph_with_costs_for_other_device_types_is_refused(tmp_path):
+    graph = OpGraph.create("cpu_only", ["a"], ["MatMul"], [], device_types=["CPU"], compute_cost=[[1.0]])
+    gpus = cluster_lib.make("gpus", [cluster_lib.Device("/device:GPU:0", "GPU", 1 << 30)])
+    graph_io.save(graph, str(tmp_path / "g.json"))
+    with pytest.raises(InputError, match=r"g\.json: graph 'cpu_only' has op costs for CPU, none for .* \(GPU\)"):
+        pipeline.load_graph(gpus, graph_path=str(tmp_path / "g.json"))

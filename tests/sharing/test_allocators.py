@@ -1,0 +1,95 @@
+"""Tests of regime detection, measured runtime profiles and the SLAQ-safe allocator."""
+
+import numpy as np
+import pytest
+
+from placer.sharing import slaq_curves
+from placer.sharing.allocators import FairAllocator, SafeSlaqAllocator, make_allocator, reliable
+from placer.sharing.slaq import JobState, SlaqAllocator
+
+
+def _drop_curve(k):
+    """Loss 10 - 0.1 k for k < 15, then a learning-rate drop by 3 and the same slope."""
+    return 10.0 - 0.1 * k - (3.0 if k >= 15 else 0.0)
+
+
+def test_regime_starts_after_a_learning_rate_drop():
+    losses = [_drop_curve(k) for k in range(25)]
+    # changes: 0.1 each, then 3.1 into index 15 (31 times the largest of the 10 before).
+    assert slaq_curves.regime_start(losses) == 15
+    assert slaq_curves.regime_start(losses[:15]) == 0
+    noisy = 5.0 + 0.05 * np.random.default_rng(0).standard_normal(200)
+    assert slaq_curves.regime_start(noisy) == 0  # steady noise is no jump
+
+
+def _feed(job, curve, start, stop, allocator=None, slots=4):
+    for k in range(start, stop):
+        job.report(k, curve(k), 1.0, 1) if k else job.report(0, curve(0))
+        if allocator is not None:
+            allocator.allocate([job], slots)
+
+
+def test_job_state_fits_only_the_regime_after_a_jump():
+    j = JobState("a")
+    _feed(j, _drop_curve, 0, 25)
+    assert j.regime_points == 10
+    fit = j.curve()
+    assert fit.k0 == 15  # nothing before the drop
+    assert slaq_curves.predict(fit, 30) == pytest.approx(_drop_curve(30), abs=0.05)
+
+
+def test_prediction_error_is_scored_per_allocation():
+    j = JobState("a")
+    alloc = SlaqAllocator()
+    _feed(j, lambda k: 10.0 - 0.1 * k, 0, 12, alloc)  # a straight line: predicted within a few %
+    assert j.scored_epochs == 5 and j.prediction_error < 0.05
+    j.report(12, 10.0 - 0.1 * 12 - 3.0, 1.0, 1)  # the drop: predicted 0.1, got 3.1 -> (3.1 - 0.1) / 3.1
+    alloc.allocate([j], 4)
+    assert j._errors[-1] == pytest.approx(3.0 / 3.1, rel=1e-3)
+
+
+def test_a_job_never_gets_more_slots_than_its_fastest_measured_count():
+    # Measured seconds per iteration on 1..6 slots: fastest on 3, slower beyond.
+    profile = [4.0, 2.0, 1.5, 1.6, 2.0, 3.0]
+    j = JobState("slow", profile=profile)
+    _feed(j, lambda k: 1.0 / (0.01 * k + 0.1), 0, 30)
+    assert j.cap == 3
+    assert SlaqAllocator().allocate([j], 16) == {"slow": 3}
+    assert FairAllocator().allocate([j, JobState("b", max_slots=2)], 16) == {"slow": 3, "b": 2}
+
+
+def test_slaq_uses_the_measured_profile_for_iteration_time():
+    # Two identical curves; one job's iterations take 10 times longer on every slot count,
+    # so each extra slot buys it a tenth of the progress: the fast job gets the spare slots.
+    curve = lambda k: 1.0 / (0.01 * k + 0.1)  # noqa: E731
+    fast, slow = JobState("fast", profile=[1.0, 0.5, 0.34, 0.25]), JobState("slow", profile=[10.0, 5.0, 3.4, 2.5])
+    for j in (fast, slow):
+        _feed(j, curve, 0, 30)
+    alloc = SlaqAllocator(epoch_s=5.0).allocate([fast, slow], 5)
+    assert alloc == {"fast": 4, "slow": 1}
+
+
+def test_slaq_safe_gives_unreliable_jobs_their_fair_share():
+    safe = SafeSlaqAllocator()
+    smooth, noisy = JobState("smooth"), JobState("noisy")
+    rng = np.random.default_rng(1)
+    noise = 5.0 + rng.standard_normal(40)
+    for k in range(40):
+        smooth.report(k, 10.0 - 0.1 * k, *((1.0, 1) if k else ()))
+        noisy.report(k, float(noise[k]), *((1.0, 1) if k else ()))
+        got = safe.allocate([smooth, noisy], 10)
+    assert reliable(smooth) and not reliable(noisy)
+    # noisy keeps its work-conserving fair share (5 of 10); smooth gets the other 5 by SLAQ.
+    assert got == {"smooth": 5, "noisy": 5}
+    # Before any prediction is scored every job is unreliable: the fair share exactly.
+    fresh = [JobState("x"), JobState("y", max_slots=2)]
+    assert SafeSlaqAllocator().allocate(fresh, 9) == FairAllocator().allocate(fresh, 9) == {"x": 7, "y": 2}
+
+
+def test_registry_names_every_allocator_and_refuses_unknown_ones():
+    assert isinstance(make_allocator("slaq-safe"), SafeSlaqAllocator)
+    assert make_allocator("slaq", objective="maxmin").objective == "min"
+    with pytest.raises(ValueError, match="unknown allocator 'best'"):
+        make_allocator("best")
+    with pytest.raises(ValueError, match="objective"):
+        make_allocator("slaq", objective="min")
