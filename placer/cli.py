@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import importlib.machinery
+import logging
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable
 
 from placer.core.errors import InputError, one_line
@@ -49,7 +51,12 @@ def _stderr_discarded():
 
 
 class _QuietLoader(importlib.abc.Loader):
-    """Runs a package's own loader with stderr discarded."""
+    """Runs a package's own loader with stderr discarded, then keeps TF's Python logger to errors.
+
+    TF's deprecation notices (about TF's and Keras's own internals, which a
+    user of this toolkit cannot act on) go through the "tensorflow" logger at
+    WARNING.
+    """
 
     def __init__(self, loader):
         self._loader = loader
@@ -60,6 +67,7 @@ class _QuietLoader(importlib.abc.Loader):
     def exec_module(self, module):
         with _stderr_discarded():
             self._loader.exec_module(module)
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)
 
 
 class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
@@ -83,6 +91,8 @@ def quiet_tensorflow(argv: list[str]) -> None:
     if verbosity_asked(argv) or "tensorflow" in sys.modules:
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    # tf_keras warns of its own deprecated APIs that TF itself calls (`tf.keras.backend...`).
+    warnings.filterwarnings("ignore", message=r"`tf\.keras\.", category=UserWarning)
     if not any(isinstance(f, _QuietTensorFlowImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlowImport())
 

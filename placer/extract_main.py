@@ -58,6 +58,8 @@ def main(argv: list[str]) -> None:
     if sum(1 for s in (config is not None, _METAGRAPH.value, _GRAPH.value) if s) != 1:
         raise InputError("give exactly one of --config, --metagraph, --graph")
     if _GRAPH.value:
+        if flags.FLAGS["costs"].present or flags.FLAGS["cluster"].present:
+            raise InputError("--costs and --cluster need --config or --metagraph (a --graph file keeps its costs)")
         extracted = extract_lib.from_file(_GRAPH.value)
     else:
         spec = _CLUSTER.value or (config.get("cluster") if config is not None else None) or "k80x4"

@@ -47,6 +47,9 @@ _LOSS = flags.DEFINE_enum(
 _ENGINE = flags.DEFINE_enum("engine", "inprocess", ["inprocess", "ray"], "Where measurement workers run.")
 _RAY_ADDRESS = flags.DEFINE_string("ray_address", None, "Ray cluster address (default: start a local Ray).")
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
+_RESUME = flags.DEFINE_bool(
+    "resume", False, "Continue a killed run in --workdir (same jobs and flags) from its searches' last checkpoints."
+)
 
 
 def _policies() -> list[str]:
@@ -99,6 +102,7 @@ def main(argv):
         workdir=_WORKDIR.value,
         engine_factory=engine_factory,
         loss=_LOSS.value,
+        resume=_RESUME.value,
         **sharing,
     )
 

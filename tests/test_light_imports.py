@@ -16,6 +16,7 @@ LIGHT = [
     "placer.sharing.slaq",
     "placer.sharing.slaq_curves",
     "placer.sharing.allocators",
+    "placer.sharing.replay",
     "baselines.registry",
 ]
 

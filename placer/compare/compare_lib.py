@@ -9,17 +9,14 @@ single GPU.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
-import math
+import os
+import re
 import time
 from collections.abc import Sequence
 
-import tabulate
-
 from baselines import registry
-from placer.core import atomic
+from placer.compare import tables
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.measurement import Measurer
@@ -27,19 +24,16 @@ from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement, on_cluster
 from placer.measure import bounds
 
-EXPERT = "expert"
-SINGLE_GPU = "single_gpu"
-NOT_APPLICABLE = "n/a"  # a baseline that cannot place this graph on this cluster (Row.failure)
-CSV_COLUMNS = (
-    "method",
-    "step_time_s",
-    "failure",
-    "speedup_vs_expert",
-    "speedup_vs_single_gpu",
-    "ratio_to_lower_bound",
-    "place_seconds",
-    "message",
+# Re-exported: callers use compare_lib for the whole comparison.
+EXPERT, SINGLE_GPU, NOT_APPLICABLE, CSV_COLUMNS = (
+    tables.EXPERT,
+    tables.SINGLE_GPU,
+    tables.NOT_APPLICABLE,
+    tables.CSV_COLUMNS,
 )
+notes, status = tables.notes, tables.status
+csv_text, markdown_text, terminal_text = tables.csv_text, tables.markdown_text, tables.terminal_text
+write_csv, write_markdown, memory_unit = tables.write_csv, tables.write_markdown, tables.memory_unit
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -186,130 +180,119 @@ def compare(
     return rows
 
 
-def notes(rows: Sequence[Row], reference: str = EXPERT) -> list[str]:
-    """Why a speedup column is empty: its reference row is missing, could not place, or failed."""
-    by = {r.method: r for r in rows}
-    out = []
-    for column, name in (("vs " + reference, reference), ("vs single GPU", SINGLE_GPU)):
-        r = by.get(name)
-        if r is None:
-            out.append(f"{column}: n/a, {name} is not among the compared placements")
-        elif not r.ok:
-            why = " ".join(r.message.split()) or status(r)
-            out.append(
-                f"{column}: n/a, {name} {'could not place' if r.failure == NOT_APPLICABLE else 'failed'} ({why})"
-            )
-    return out
-
-
 def best(rows: Sequence[Row]) -> Row | None:
     """The row with the smallest step time (None when every placement failed)."""
     ok = [r for r in rows if r.ok]
     return min(ok, key=lambda r: r.step_time) if ok else None
 
 
-def status(row: Row) -> str:
-    """The step time in seconds (4 significant digits), or the failure as the paper writes it ("OOM")."""
-    if row.ok:
-        return f"{row.step_time:.4g}"
-    return "OOM" if row.failure == "oom" else str(row.failure)
+def parse_methods(spec: str, have_placements: bool = False) -> tuple[list[str], bool]:
+    """Returns (method names, strict) for --methods: 'all' is every registered baseline, not strict.
+
+    Raises:
+      InputError: an unknown name (the message lists the valid ones), or an
+        empty list with no placement to compare either.
+    """
+    if spec.strip() == "all":
+        return registry.names(), False
+    names = [m.strip() for m in spec.split(",") if m.strip()]
+    if not names and not have_placements:
+        raise InputError(f"--methods: no method given (valid: all, {', '.join(registry.names())})")
+    for m in names:
+        if m not in registry.METHODS:
+            raise InputError(f"--methods: unknown method {m!r} (valid: all, {', '.join(registry.names())})")
+    return names, True
 
 
-def _num(x: float | None, fmt: str) -> str:
-    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+def _is_file(reference: str) -> bool:
+    return reference.endswith((".json", ".json.gz")) or os.path.sep in reference
 
 
-def memory_unit(rows: Sequence[Row]) -> tuple[float, str]:
-    """(bytes per unit, unit name) for the peak-memory columns: GiB, or MiB when every peak is below 1 GiB."""
-    top = max((x for r in rows for x in r.peak_memory), default=0.0)
-    return (2.0**30, "GiB") if top >= 2**30 else (2.0**20, "MiB")
+def with_reference(paths: Sequence[str], methods: list[str], reference: str | None) -> tuple[list[str], list[str]]:
+    """(placement files, methods) with --reference added: a file to the files, a baseline to the methods."""
+    paths = list(paths)
+    if reference is not None and _is_file(reference):
+        if reference not in paths:
+            paths.append(reference)
+    elif reference is not None and reference in registry.METHODS and reference not in methods:
+        methods = [*methods, reference]
+    return paths, methods
 
 
-def _mem(r: Row, unit: float, sep: str) -> str:
-    return "" if r.failure == NOT_APPLICABLE else sep.join(f"{x / unit:.2f}" for x in r.peak_memory)
+def load_placements(paths: Sequence[str]) -> list[Placement]:
+    """Loads the placement files (before any graph is built, so a bad file fails first)."""
+    return [Placement.load(p) for p in paths]
 
 
-def csv_columns(reference: str = EXPERT) -> tuple[str, ...]:
-    """CSV_COLUMNS with the reference's speedup column named after it (speedup_vs_<reference>)."""
-    return tuple(f"speedup_vs_{reference}" if c == "speedup_vs_expert" else c for c in CSV_COLUMNS)
+def given_rows(paths, given, graph: OpGraph, cluster: Cluster, methods, reference: str | None):
+    """Checks the given placements and names their rows.
 
+    Returns:
+      (row labels, the reference row's name): a placement's metadata method or
+      its file name, made unique; the reference is --reference's row, else EXPERT.
 
-def csv_text(rows: Sequence[Row], device_names: Sequence[str], reference: str = EXPERT) -> str:
-    """The comparison as CSV: `csv_columns(reference)`, then one `peak_bytes:<device>` column per device."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*csv_columns(reference), *(f"peak_bytes:{d}" for d in device_names)])
-    for r in rows:
-        w.writerow(
-            [
-                r.method,
-                _num(r.step_time, ".9g"),
-                r.failure or "",
-                _num(r.speedup_vs_reference, ".6g"),
-                _num(r.speedup_vs_single_gpu, ".6g"),
-                _num(r.ratio_to_lower_bound, ".6g"),
-                _num(r.place_seconds, ".6g"),
-                " ".join(r.message.split()),
-                *(f"{x:.0f}" for x in r.peak_memory),
-            ]
+    Raises:
+      InputError: a placement of another graph or cluster, or a --reference
+        that names no row.
+    """
+    for path, p in zip(paths, given, strict=True):
+        on_cluster(p, graph, cluster, path)  # fail on a wrong file before placing anything
+    taken = set(methods)
+    labels = []
+    for i, (path, p) in enumerate(zip(paths, given, strict=True)):
+        base = p.metadata.get("method") or os.path.basename(path).split(".")[0]
+        labels.append(label(p.with_metadata(method=base), i, taken))
+        taken.add(labels[-1])
+    if reference is None:
+        return labels, EXPERT
+    if _is_file(reference):
+        return labels, labels[paths.index(reference)]
+    if reference not in taken:
+        raise InputError(
+            f"--reference: {reference!r} is neither a baseline, a row of --placements ({', '.join(labels) or 'none'}) "
+            "nor a placement file"
         )
-    return buf.getvalue()
+    return labels, reference
 
 
-def _cells(r: Row, unit: float, sep: str) -> list[str]:
-    """One row of the comparison tables as text cells; `sep` joins the per-device memory."""
-    return [
-        r.method,
-        status(r),
-        _num(r.speedup_vs_reference, ".3g"),
-        _num(r.speedup_vs_single_gpu, ".3g"),
-        _num(r.ratio_to_lower_bound, ".3g"),
-        _num(r.place_seconds, ".3f"),
-        _mem(r, unit, sep),
-    ]
+def file_safe(name: str) -> str:
+    """A row name made safe for a file name."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
-def markdown_text(rows: Sequence[Row], device_names: Sequence[str], title: str = "", reference: str = EXPERT) -> str:
-    """The comparison as a Markdown table (devices in the cluster's order), then the failure and n/a notes."""
-    unit, uname = memory_unit(rows)
-    head = [
-        "method",
-        "step time (s)",
-        f"vs {reference}",
-        "vs single GPU",
-        "/ lower bound",
-        "place time (s)",
-        f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names),
-    ]
-    table = tabulate.tabulate([_cells(r, unit, " / ") for r in rows], head, tablefmt="github", disable_numparse=True)
-    lines = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
-    lines += [f"- {n}" for n in notes(rows, reference)]
-    return (f"### {title}\n\n" if title else "") + table + "\n" + ("\n" + "\n".join(lines) + "\n" if lines else "")
+def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None, reference: str) -> list[str]:
+    """Writes table.md, table.csv, step_times.png, timeline_<method>.png and the baselines' placements into `out`.
 
+    Returns:
+      The paths written.
 
-def terminal_text(rows: Sequence[Row], device_names: Sequence[str], reference: str = EXPERT) -> str:
-    """The comparison as an aligned plain-text table for the terminal, then why any column is n/a."""
-    unit, uname = memory_unit(rows)
-    head = ["method", "step (s)", f"vs {reference}", "vs 1 GPU", "/ bound", "place (s)", f"peak {uname} per device"]
-    table = tabulate.tabulate([_cells(r, unit, " ") for r in rows], head, tablefmt="simple", disable_numparse=True)
-    out = [table, "devices: " + ", ".join(device_names)]
-    out += [f"{r.method}: {' '.join(r.message.split())}" for r in rows if r.failure == NOT_APPLICABLE]
-    out += notes(rows, reference)
-    return "\n".join(out) + "\n"
+    Raises:
+      InputError: `timeline` names no row, or a row that has no placement.
+    """
+    from placer.compare import plots  # noqa: PLC0415 (matplotlib, only when drawing)
+    from placer.measure.simulator import Simulator  # noqa: PLC0415
 
-
-def short_device(name: str) -> str:
-    """ "/device:GPU:0" -> "GPU:0" (column headers)."""
-    return name.removeprefix("/device:")
-
-
-def write_csv(path: str, rows: Sequence[Row], device_names: Sequence[str], reference: str = EXPERT) -> None:
-    """Writes `csv_text(rows, device_names, reference)` to `path` atomically."""
-    atomic.write_text(path, csv_text(rows, device_names, reference))
-
-
-def write_markdown(
-    path: str, rows: Sequence[Row], device_names: Sequence[str], title: str = "", reference: str = EXPERT
-) -> None:
-    """Writes `markdown_text(rows, device_names, title, reference)` to `path` atomically."""
-    atomic.write_text(path, markdown_text(rows, device_names, title, reference))
+    by_name = {r.method: r for r in rows}
+    if timeline is not None and timeline not in by_name:
+        raise InputError(f"--timeline: no row named {timeline!r} (rows: {', '.join(by_name)})")
+    row = by_name[timeline] if timeline is not None else best(rows)
+    if row is not None and row.placement is None:
+        raise InputError(f"--timeline: {row.method!r} has no placement ({row.message})")
+    os.makedirs(out, exist_ok=True)
+    title = f"{graph.name} on {cluster.name}"
+    write_markdown(os.path.join(out, "table.md"), rows, cluster.device_names, title, reference)
+    write_csv(os.path.join(out, "table.csv"), rows, cluster.device_names, reference)
+    plots.plot_step_times(rows, os.path.join(out, "step_times.png"), title=title)
+    written = ["table.md", "table.csv", "step_times.png"]
+    for r in rows:
+        if r.placement is not None and r.place_seconds is not None:  # a baseline's, not a given file
+            name = f"placement_{file_safe(r.method)}.json"
+            r.placement.save(os.path.join(out, name))
+            written.append(name)
+    if row is not None:
+        sim = measurer if isinstance(measurer, Simulator) else Simulator(graph, cluster)
+        result = sim.simulate(row.placement.devices, op_group=row.placement.groups, trace=True)
+        name = f"timeline_{file_safe(row.method)}.png"
+        plots.plot_timeline(result, graph, cluster, os.path.join(out, name), title=f"{row.method}: {title}")
+        written.append(name)
+    return [os.path.join(out, w) for w in written]

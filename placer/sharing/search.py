@@ -16,23 +16,20 @@ the pool at once.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Hashable
 
-import numpy as np
-
 from graphs import local_cluster, pipeline
+from placer.core import atomic
 from placer.core.errors import InputError, one_line
-from placer.rl import rl_math
-from placer.rl.reinforce import Trainer
 from placer.sharing import allocators
 from placer.sharing import report as search_report
 from placer.sharing.jobs import JobSpec, Workload
-from placer.sharing.report import JobCurve
-from placer.sharing.slaq import JobState
+from placer.sharing.running import Search
 
 POLICIES = allocators.ALLOCATORS
 BOTH = ("slaq", "fair")  # what --policy=both runs: SLAQ, then the work-conserving fair share
@@ -121,117 +118,6 @@ def assign_slots(current: dict[Hashable, list[int]], want: dict[Hashable, int], 
     return out
 
 
-class _SlotMeasurer:
-    """The trainer's measurer: the job's placements go to the engine, on the job's slots."""
-
-    def __init__(self, engine, job_id: str):
-        self.engine = engine
-        self.job_id = job_id
-        self.slots: list[int] = []
-        self.last: list = []
-
-    def measure(self, placements):
-        self.last = self.engine.measure(self.job_id, placements, self.slots)
-        return self.last
-
-
-class _Search:
-    """One running search: its trainer, thread, slots, SLAQ state and curve."""
-
-    def __init__(
-        self, prep: Prepared, engine, workdir: str, lock: threading.Condition, wake: threading.Event, loss: str = "mean"
-    ):
-        self.prep = prep
-        self.loss_kind = loss
-        self.name = prep.spec.name
-        self.engine = engine
-        self.workdir = workdir
-        self.lock = lock
-        self.wake = wake
-        self.state = JobState(self.name, max_slots=prep.spec.max_slots)
-        self.curve = JobCurve(self.name)
-        self.slots: list[int] = []
-        self.stop = False
-        self.thread: threading.Thread | None = None
-        self.measurer = _SlotMeasurer(engine, self.name)
-        self.trainer: Trainer | None = None
-
-    @property
-    def status(self) -> str:
-        return self.curve.status
-
-    def start(self, t0: float) -> None:
-        spec = self.prep.spec
-        self.curve.status = "running"
-        self.curve.start_s = time.monotonic() - t0
-        if self.prep.error:
-            self._finish(t0, "failed", self.prep.error)
-            return
-        try:
-            self.engine.add_job(self.name, self.prep.graph, self.prep.cluster)
-            self.trainer = Trainer(
-                self.prep.problem,
-                self.measurer,
-                spec.config.placer,
-                self.workdir,
-                seed=spec.seed,
-                metadata={"cluster": self.prep.cluster.name, "measure": "sim"},
-            )
-        except Exception as e:  # noqa: BLE001 (a search that raises fails alone)
-            self._finish(t0, "failed", one_line(e))
-            return
-        self.thread = threading.Thread(target=self._loop, args=(t0,), daemon=True, name=f"search-{self.name}")
-        self.thread.start()
-
-    def _wait_slots(self) -> list[int] | None:
-        with self.lock:
-            while not self.slots and not self.stop:
-                self.lock.wait(0.5)
-            return None if self.stop else list(self.slots)
-
-    def _loop(self, t0: float) -> None:
-        tc = self.trainer.tc
-        try:
-            for it in range(self.prep.spec.steps):
-                slots = self._wait_slots()
-                if slots is None:
-                    break
-                tc.samples_per_step = len(slots)
-                self.measurer.slots = slots
-                start = time.monotonic()
-                stats = self.trainer.train_step()
-                secs = time.monotonic() - start
-                res = self.measurer.last
-                times = np.array([m.step_time for m in res], dtype=np.float64)
-                failed = np.array([not m.ok for m in res])
-                mean_loss = float(-np.mean(rl_math.rewards(times, failed, tc.failing_step_time)))
-                loss = search_report.search_loss(
-                    self.loss_kind, mean_loss, float(stats["best_step_time"]), float(stats["baseline"])
-                )
-                with self.lock:
-                    # Iteration 0 carries the TF tracing time: no runtime observation.
-                    self.state.report(it, loss, None if it == 0 else secs, len(slots))
-                    c = self.curve
-                    c.times.append(time.monotonic() - t0)
-                    c.losses.append(loss)
-                    c.best.append(float(stats["best_step_time"]))
-                    c.slots.append(len(slots))
-                    c.seconds.append(secs)
-            self.trainer.save()
-            self._finish(t0, "done")
-        except Exception as e:  # noqa: BLE001 (a search that raises fails alone)
-            self._finish(t0, "failed", one_line(e))
-
-    def _finish(self, t0: float, status: str, error: str = "") -> None:
-        with self.lock:
-            self.curve.status = status
-            self.curve.error = error
-            self.curve.end_s = time.monotonic() - t0
-            self.slots = []
-        self.engine.remove_job(self.name)
-        self.wake.set()
-
-
 def run_policy(
     prepared: list[Prepared],
     engine,
@@ -244,6 +130,7 @@ def run_policy(
     loss: str = "mean",
     log: Callable = print,
     on_epoch: Callable | None = None,
+    resume: bool = False,
 ) -> dict:
     """Runs every search of the workload under one allocation policy until all end.
 
@@ -259,6 +146,8 @@ def run_policy(
       loss: what each search reports as its loss (report.LOSSES, see report.search_loss).
       log: where progress lines go.
       on_epoch: optional callback(run_seconds, {job: slots}) after each reallocation.
+      resume: continue a killed run in `workdir`: its clock, allocations and
+        every search from its last checkpoint (see placer.sharing.running).
 
     Returns:
       The summary (also written to workdir/summary.json).
@@ -266,10 +155,11 @@ def run_policy(
     allocator = make_allocator(policy, epoch_s, normalise, objective)
     lock = threading.Condition()
     wake = threading.Event()
-    searches = [_Search(p, engine, os.path.join(workdir, "jobs", p.spec.name), lock, wake, loss) for p in prepared]
-    allocations: list[tuple] = []
-    epochs: list[float] = []
-    t0 = time.monotonic()
+    searches = [
+        Search(p, engine, os.path.join(workdir, "jobs", p.spec.name), lock, wake, loss, resume) for p in prepared
+    ]
+    elapsed, epochs, allocations = _load_run(workdir) if resume else (0.0, [], [])
+    t0 = time.monotonic() - elapsed
     last_print = -math.inf
     try:
         while True:
@@ -289,6 +179,7 @@ def run_policy(
                 lock.notify_all()
             epochs.append(now)
             allocations.extend((now, s.name, len(s.slots)) for s in active)
+            _save_run(workdir, now, epochs, allocations)
             if on_epoch is not None:
                 on_epoch(now, {s.name: len(s.slots) for s in active})
             if now - last_print >= 10 * epoch_s:
@@ -312,11 +203,32 @@ def run_policy(
     curves = [s.curve for s in searches]
     summary = search_report.summarise(policy, curves, epochs, slots=engine.num_slots, epoch_s=epoch_s, wall_s=wall)
     summary["engine"] = {"retried_chunks": engine.retried, "timed_out_chunks": engine.timed_out}
-    summary["normalise"] = normalise if policy.startswith("slaq") else None
-    summary["objective"] = objective if policy.startswith("slaq") else None
-    summary["loss"] = loss
+    slaq = policy.startswith("slaq")
+    summary.update(normalise=normalise if slaq else None, objective=objective if slaq else None, loss=loss)
     search_report.write_outputs(workdir, summary, curves, allocations)
     return summary
+
+
+RUN_FILE = "run_state.json"  # the run's clock, epochs and allocations so far, rewritten every epoch
+
+
+def _save_run(workdir: str, now: float, epochs: list, allocations: list) -> None:
+    os.makedirs(workdir, exist_ok=True)
+    data = {"elapsed_s": now, "epochs": epochs, "allocations": allocations}
+    atomic.write_text(os.path.join(workdir, RUN_FILE), json.dumps(data))
+
+
+def _load_run(workdir: str) -> tuple[float, list, list]:
+    """(seconds the killed run had run, its epoch times, its allocations); zeros if it wrote none."""
+    path = os.path.join(workdir, RUN_FILE)
+    if not os.path.exists(path):
+        return 0.0, [], []
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        return float(data["elapsed_s"]), list(data["epochs"]), [tuple(a) for a in data["allocations"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(f"{path}: cannot resume from it ({one_line(e)})") from None
 
 
 def check_workdir(workdir: str, policies: list[str]) -> None:
@@ -338,6 +250,7 @@ def run_search(
     objective: str = "total",
     loss: str = "mean",
     log: Callable = print,
+    resume: bool = False,
 ) -> dict[str, dict]:
     """Runs a jobs file under one policy or both ("both": SLAQ, then fair share, on the same workload).
 
@@ -352,12 +265,15 @@ def run_search(
       objective: SLAQ's objective, "total" or "maxmin".
       loss: what each search reports as its loss (report.LOSSES).
       log: where progress lines and the tables go.
+      resume: continue a killed run in `workdir` (same jobs and flags): policies
+        that finished are read back, the others continue where they were.
 
     Returns:
       policy -> summary.
 
     Raises:
-      InputError: bad slots, epoch or policy, a used workdir, or a job that cannot be prepared.
+      InputError: bad slots, epoch or policy, a used workdir (or, resuming, a
+        missing one), or a job that cannot be prepared.
     """
     if slots <= 0:
         raise InputError(f"--slots must be positive, got {slots}")
@@ -368,10 +284,18 @@ def run_search(
     policies = list(BOTH) if policy == "both" else ([policy] if isinstance(policy, str) else list(policy))
     for p in policies:
         make_allocator(p, epoch_s, normalise, objective)
-    check_workdir(workdir, policies)
+    if not resume:
+        check_workdir(workdir, policies)
+    elif not os.path.isdir(workdir):
+        raise InputError(f"{workdir}: nothing to resume (no such folder)")
     prepared = prepare(work, log=log)
     out = {}
     for p in policies:
+        done = os.path.join(workdir, p, "summary.json")
+        if resume and os.path.exists(done):
+            with open(done) as f:
+                out[p] = json.load(f)
+            continue
         with engine_factory(slots) as engine:
             out[p] = run_policy(
                 prepared,
@@ -383,6 +307,7 @@ def run_search(
                 objective=objective,
                 loss=loss,
                 log=log,
+                resume=resume,
             )
         log("")
         log(search_report.format_table(out[p]))

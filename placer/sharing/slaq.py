@@ -11,7 +11,8 @@ iteration as its loss.
 How one epoch is allocated (`SlaqAllocator.allocate`):
 
 * For job j with s slots, an epoch of T seconds runs n_j(s) = T / t_j(s)
-  iterations (t_j from its RuntimeModel, fractional iterations allowed), and
+  iterations (t_j from its measured profile where it has one, else its
+  RuntimeModel a / s + b; fractional iterations allowed), and
   its gain is g_j(s) = (P_j(k) - P_j(k + n_j(s))) / m_j: the predicted loss
   reduction over the epoch (P_j from its CurveFit, k its last iteration) over
   its largest loss change so far m_j.
@@ -23,16 +24,15 @@ How one epoch is allocated (`SlaqAllocator.allocate`):
   This is done vectorised: marginals for s up to a per-job candidate count C
   (about twice the mean share) as one [jobs, C] numpy array, a top-k by
   np.argpartition, and only the jobs whose C candidates were all taken get
-  more candidates (C grows fourfold) and are re-selected. 4,000 jobs on 16,384 slots
-  take a few milliseconds (bench/slaq.py).
+  more candidates (C grows fourfold) and are re-selected (latency measured
+  by bench/slaq.py).
 * Normaliser: SLAQ divides by m_j, the largest loss change so far
   (`normalise="max_change"`, the default). `normalise="fitted_total"` divides
   instead by the job's fitted total reduction L0_j - A_j (its first loss minus
   the fitted asymptote; m_j while the curve is unknown), so a gain is the
   fraction of the job's whole reduction won in the epoch, the quality measure
   itself. Curves with a large first step (1/(ak + b)) then no longer look flat
-  next to geometric ones; on the synthetic workload of bench/slaq.py this
-  variant reaches 90% sooner than SLAQ's normaliser does.
+  next to geometric ones.
 * Max-min objective: the key of slot s + 1 is instead the job's predicted
   normalised loss after the epoch with s slots, q_j(s) = (P_j - A_j) / (L0_j - A_j)
   (A_j the fitted asymptote, L0_j its first loss), so the next slot goes to the

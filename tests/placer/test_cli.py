@@ -73,3 +73,16 @@ def test_config_overrides_work_with_graph_and_no_config(tmp_path):
     assert json.loads((tmp_path / "w" / "summary.json").read_text())["warm_start"] is None
     r = subprocess.run(base, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and r.stderr.strip() == "error: give --config=configs/MODEL.py or --graph=FILE"
+
+
+def test_tf_logs_off_by_default_and_back_with_verbosity(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
+    env["PYTHONPATH"] = ROOT
+    argv = [sys.executable, "-m", "placer.extract_main", "--config=configs/nmt.py:tiny", "--costs=none"]
+    quiet = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    loud = subprocess.run([*argv, "--verbosity=0"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0 and loud.returncode == 0, quiet.stderr + loud.stderr
+    assert quiet.stderr == ""
+    assert loud.stderr.strip(), "TensorFlow's own start-up lines come back with --verbosity=0"
+    same = [x for x in quiet.stdout.splitlines() if "time:" not in x]
+    assert same == [x for x in loud.stdout.splitlines() if "time:" not in x]

@@ -40,6 +40,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
         ([f"--metagraph={bad_json}"], "bad.json"),
         ([f"--graph={bad_json}"], "bad.json"),
         ([f"--graph={tmp_path / 'none.json'}"], "none.json"),
+        ([f"--graph={bad_json}", "--costs=none"], "--costs and --cluster need --config or --metagraph"),
     ]
     for args, needle in cases:
         out = tmp_path / "out.json"

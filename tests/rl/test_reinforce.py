@@ -6,8 +6,6 @@ import os
 import numpy as np
 import pytest
 
-tf = pytest.importorskip("tensorflow")
-
 from configs.common import placer_config  # noqa: E402
 from placer.core import cluster as cluster_lib  # noqa: E402
 from placer.core.errors import InputError  # noqa: E402

@@ -1,0 +1,153 @@
+"""Text forms of a comparison: the terminal table, Markdown and CSV, and why a column is n/a (no TensorFlow).
+
+The rows are placer.compare.compare_lib.Row items; tables are laid out by
+tabulate.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Sequence
+
+import tabulate
+
+from placer.core import atomic
+
+EXPERT = "expert"
+SINGLE_GPU = "single_gpu"
+NOT_APPLICABLE = "n/a"  # a baseline that cannot place this graph on this cluster (Row.failure)
+CSV_COLUMNS = (
+    "method",
+    "step_time_s",
+    "failure",
+    "speedup_vs_expert",
+    "speedup_vs_single_gpu",
+    "ratio_to_lower_bound",
+    "place_seconds",
+    "message",
+)
+
+
+def status(row) -> str:
+    """The step time in seconds (4 significant digits), or the failure as the paper writes it ("OOM")."""
+    if row.ok:
+        return f"{row.step_time:.4g}"
+    return "OOM" if row.failure == "oom" else str(row.failure)
+
+
+def notes(rows: Sequence, reference: str = EXPERT) -> list[str]:
+    """Why a speedup column is empty: its reference row is missing, could not place, or failed."""
+    by = {r.method: r for r in rows}
+    out = []
+    for column, name in (("vs " + reference, reference), ("vs single GPU", SINGLE_GPU)):
+        r = by.get(name)
+        if r is None:
+            out.append(f"{column}: n/a, {name} is not among the compared placements")
+        elif not r.ok:
+            why = " ".join(r.message.split()) or status(r)
+            out.append(
+                f"{column}: n/a, {name} {'could not place' if r.failure == NOT_APPLICABLE else 'failed'} ({why})"
+            )
+    return out
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def memory_unit(rows: Sequence) -> tuple[float, str]:
+    """(bytes per unit, unit name) for the peak-memory columns: GiB, or MiB when every peak is below 1 GiB."""
+    top = max((x for r in rows for x in r.peak_memory), default=0.0)
+    return (2.0**30, "GiB") if top >= 2**30 else (2.0**20, "MiB")
+
+
+def _mem(r, unit: float, sep: str) -> str:
+    return "" if r.failure == NOT_APPLICABLE else sep.join(f"{x / unit:.2f}" for x in r.peak_memory)
+
+
+def csv_columns(reference: str = EXPERT) -> tuple[str, ...]:
+    """CSV_COLUMNS with the reference's speedup column named after it (speedup_vs_<reference>)."""
+    return tuple(f"speedup_vs_{reference}" if c == "speedup_vs_expert" else c for c in CSV_COLUMNS)
+
+
+def csv_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPERT) -> str:
+    """The comparison as CSV: `csv_columns(reference)`, then one `peak_bytes:<device>` column per device."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([*csv_columns(reference), *(f"peak_bytes:{d}" for d in device_names)])
+    for r in rows:
+        w.writerow(
+            [
+                r.method,
+                _num(r.step_time, ".9g"),
+                r.failure or "",
+                _num(r.speedup_vs_reference, ".6g"),
+                _num(r.speedup_vs_single_gpu, ".6g"),
+                _num(r.ratio_to_lower_bound, ".6g"),
+                _num(r.place_seconds, ".6g"),
+                " ".join(r.message.split()),
+                *(f"{x:.0f}" for x in r.peak_memory),
+            ]
+        )
+    return buf.getvalue()
+
+
+def _cells(r, unit: float, sep: str) -> list[str]:
+    """One row of the comparison tables as text cells; `sep` joins the per-device memory."""
+    return [
+        r.method,
+        status(r),
+        _num(r.speedup_vs_reference, ".3g"),
+        _num(r.speedup_vs_single_gpu, ".3g"),
+        _num(r.ratio_to_lower_bound, ".3g"),
+        _num(r.place_seconds, ".3f"),
+        _mem(r, unit, sep),
+    ]
+
+
+def markdown_text(rows: Sequence, device_names: Sequence[str], title: str = "", reference: str = EXPERT) -> str:
+    """The comparison as a Markdown table (devices in the cluster's order), then the failure and n/a notes."""
+    unit, uname = memory_unit(rows)
+    head = [
+        "method",
+        "step time (s)",
+        f"vs {reference}",
+        "vs single GPU",
+        "/ lower bound",
+        "place time (s)",
+        f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names),
+    ]
+    table = tabulate.tabulate([_cells(r, unit, " / ") for r in rows], head, tablefmt="github", disable_numparse=True)
+    lines = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
+    lines += [f"- {n}" for n in notes(rows, reference)]
+    return (f"### {title}\n\n" if title else "") + table + "\n" + ("\n" + "\n".join(lines) + "\n" if lines else "")
+
+
+def terminal_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPERT) -> str:
+    """The comparison as an aligned plain-text table for the terminal, then why any column is n/a."""
+    unit, uname = memory_unit(rows)
+    head = ["method", "step (s)", f"vs {reference}", "vs 1 GPU", "/ bound", "place (s)", f"peak {uname} per device"]
+    table = tabulate.tabulate([_cells(r, unit, " ") for r in rows], head, tablefmt="simple", disable_numparse=True)
+    out = [table, "devices: " + ", ".join(device_names)]
+    out += [f"{r.method}: {' '.join(r.message.split())}" for r in rows if r.failure == NOT_APPLICABLE]
+    out += notes(rows, reference)
+    return "\n".join(out) + "\n"
+
+
+def short_device(name: str) -> str:
+    """ "/device:GPU:0" -> "GPU:0" (column headers)."""
+    return name.removeprefix("/device:")
+
+
+def write_csv(path: str, rows: Sequence, device_names: Sequence[str], reference: str = EXPERT) -> None:
+    """Writes `csv_text(rows, device_names, reference)` to `path` atomically."""
+    atomic.write_text(path, csv_text(rows, device_names, reference))
+
+
+def write_markdown(
+    path: str, rows: Sequence, device_names: Sequence[str], title: str = "", reference: str = EXPERT
+) -> None:
+    """Writes `markdown_text(rows, device_names, title, reference)` to `path` atomically."""
+    atomic.write_text(path, markdown_text(rows, device_names, title, reference))

@@ -1,0 +1,185 @@
+"""One search of `placer-search` as it runs: its trainer, thread, slots, SLAQ state and curve.
+
+A search holding k slots samples k placements per iteration (its REINFORCE
+batch) and measures them in parallel, one per slot, through the engine; each
+iteration reports its loss to its SLAQ JobState. After every iteration the
+search writes its curve (STATE_FILE) and then its trainer's checkpoint, so
+a run killed at any moment resumes (`resume=True`) from the last checkpoint:
+the curve is cut back to the checkpoint's step and no finished iteration is
+run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import numpy as np
+
+from placer.core import atomic
+from placer.core.errors import InputError, one_line
+from placer.rl import rl_math
+from placer.rl.reinforce import Trainer
+from placer.sharing import report as search_report
+from placer.sharing.report import JobCurve
+from placer.sharing.slaq import JobState
+
+STATE_FILE = "sharing_state.json"  # in the search's trainer folder
+
+
+class SlotMeasurer:
+    """The trainer's measurer: the job's placements go to the engine, on the job's slots."""
+
+    def __init__(self, engine, job_id: str):
+        self.engine = engine
+        self.job_id = job_id
+        self.slots: list[int] = []
+        self.last: list = []
+
+    def measure(self, placements):
+        self.last = self.engine.measure(self.job_id, placements, self.slots)
+        return self.last
+
+
+class Search:
+    """One running search: its trainer, thread, slots, SLAQ state and curve."""
+
+    def __init__(
+        self,
+        prep,
+        engine,
+        workdir: str,
+        lock: threading.Condition,
+        wake: threading.Event,
+        loss: str = "mean",
+        resume: bool = False,
+    ):
+        self.prep = prep
+        self.resume = resume
+        self.loss_kind = loss
+        self.name = prep.spec.name
+        self.engine = engine
+        self.workdir = workdir
+        self.lock = lock
+        self.wake = wake
+        self.state = JobState(self.name, max_slots=prep.spec.max_slots)
+        self.curve = JobCurve(self.name)
+        self.slots: list[int] = []
+        self.stop = False
+        self.thread: threading.Thread | None = None
+        self.measurer = SlotMeasurer(engine, self.name)
+        self.trainer: Trainer | None = None
+
+    @property
+    def status(self) -> str:
+        return self.curve.status
+
+    def start(self, t0: float) -> None:
+        spec = self.prep.spec
+        self.curve.status = "running"
+        self.curve.start_s = time.monotonic() - t0
+        if self.prep.error:
+            self._finish(t0, "failed", self.prep.error)
+            return
+        try:
+            self.engine.add_job(self.name, self.prep.graph, self.prep.cluster)
+            self.trainer = Trainer(
+                self.prep.problem,
+                self.measurer,
+                spec.config.placer,
+                self.workdir,
+                seed=spec.seed,
+                metadata={"cluster": self.prep.cluster.name, "measure": "sim"},
+            )
+        except Exception as e:  # noqa: BLE001 (a search that raises fails alone)
+            self._finish(t0, "failed", one_line(e))
+            return
+        first = self._restore() if self.resume else 0
+        if first >= spec.steps:
+            self._finish(t0, "done")
+            return
+        self.thread = threading.Thread(target=self._loop, args=(t0, first), daemon=True, name=f"search-{self.name}")
+        self.thread.start()
+
+    def _restore(self) -> int:
+        """Continues from the trainer's latest checkpoint and the curve up to its step; 0 if none."""
+        path = os.path.join(self.workdir, STATE_FILE)
+        if self.trainer.manager.latest_checkpoint is None or not os.path.exists(path):
+            return 0
+        step = self.trainer.restore()
+        # history.json is written before the checkpoint: drop what the checkpoint does not hold.
+        self.trainer.history = [h for h in self.trainer.history if int(h.get("step", 0)) <= step]
+        try:
+            with open(path) as f:
+                saved = json.load(f)
+            c = self.curve
+            c.start_s = float(saved["start_s"])
+            for key in ("times", "losses", "best", "slots", "seconds"):
+                setattr(c, key, list(saved[key][:step]))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise InputError(f"{path}: cannot resume from it ({one_line(e)})") from None
+        if len(c.losses) != step:
+            raise InputError(f"{path}: {len(c.losses)} iterations recorded, the checkpoint has {step}")
+        for it, (loss, secs, slots) in enumerate(zip(c.losses, c.seconds, c.slots, strict=True)):
+            self.state.report(it, loss, None if it == 0 else secs, slots)
+        return step
+
+    def _save_curve(self) -> None:
+        c = self.curve
+        data = {"start_s": c.start_s, "times": c.times, "losses": c.losses, "best": c.best}
+        data.update(slots=c.slots, seconds=c.seconds)
+        atomic.write_text(os.path.join(self.workdir, STATE_FILE), json.dumps(data))
+
+    def _wait_slots(self) -> list[int] | None:
+        with self.lock:
+            while not self.slots and not self.stop:
+                self.lock.wait(0.5)
+            return None if self.stop else list(self.slots)
+
+    def _loop(self, t0: float, first: int) -> None:
+        tc = self.trainer.tc
+        try:
+            for it in range(first, self.prep.spec.steps):
+                slots = self._wait_slots()
+                if slots is None:
+                    break
+                tc.samples_per_step = len(slots)
+                self.measurer.slots = slots
+                start = time.monotonic()
+                stats = self.trainer.train_step()
+                secs = time.monotonic() - start
+                res = self.measurer.last
+                times = np.array([m.step_time for m in res], dtype=np.float64)
+                failed = np.array([not m.ok for m in res])
+                mean_loss = float(-np.mean(rl_math.rewards(times, failed, tc.failing_step_time)))
+                loss = search_report.search_loss(
+                    self.loss_kind, mean_loss, float(stats["best_step_time"]), float(stats["baseline"])
+                )
+                with self.lock:
+                    # Iteration 0 carries the TF tracing time: no runtime observation.
+                    self.state.report(it, loss, None if it == 0 else secs, len(slots))
+                    c = self.curve
+                    c.times.append(time.monotonic() - t0)
+                    c.losses.append(loss)
+                    c.best.append(float(stats["best_step_time"]))
+                    c.slots.append(len(slots))
+                    c.seconds.append(secs)
+                # Curve first, then checkpoint: a kill in between only cuts the curve back on resume.
+                self._save_curve()
+                self.trainer.save()
+            if self.stop and len(self.curve.losses) < self.prep.spec.steps:
+                return
+            self._finish(t0, "done")
+        except Exception as e:  # noqa: BLE001 (a search that raises fails alone)
+            self._finish(t0, "failed", one_line(e))
+
+    def _finish(self, t0: float, status: str, error: str = "") -> None:
+        with self.lock:
+            self.curve.status = status
+            self.curve.error = error
+            self.curve.end_s = time.monotonic() - t0
+            self.slots = []
+        self.engine.remove_job(self.name)
+        self.wake.set()
