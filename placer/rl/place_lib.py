@@ -76,10 +76,12 @@ def baseline_times(graph: OpGraph, cluster: Cluster, measurer, seed: int = 0) ->
 def table(result: dict, baselines: dict[str, float]) -> str:
     """The policy's placement beside the baselines: step time and the policy's speedup over each."""
     mine = result["step_time"]
-    rows = [["pretrained (best of greedy + samples)", f"{mine:.6f}", "1.00x"]]
+    rows = [["pretrained (best of greedy + samples)", f"{mine * 1e3:.4g}", "1.00x"]]
     rows.append(
-        ["pretrained (greedy)", f"{result['greedy_step_time']:.6f}", f"{result['greedy_step_time'] / mine:.2f}x"]
+        ["pretrained (greedy)", f"{result['greedy_step_time'] * 1e3:.4g}", f"{result['greedy_step_time'] / mine:.2f}x"]
     )
     for name, t in sorted(baselines.items(), key=lambda x: x[1]):
-        rows.append([name, f"{t:.6f}" if np.isfinite(t) else "failed", f"{t / mine:.2f}x" if np.isfinite(t) else "-"])
-    return tabulate.tabulate(rows, headers=["method", "step time (s)", "its time / policy's"], tablefmt="github")
+        rows.append(
+            [name, f"{t * 1e3:.4g}" if np.isfinite(t) else "failed", f"{t / mine:.2f}x" if np.isfinite(t) else "-"]
+        )
+    return tabulate.tabulate(rows, headers=["method", "step time (ms)", "its time / policy's"], tablefmt="github")
