@@ -38,6 +38,7 @@ from tensorflow.core.framework import graph_pb2
 from tensorflow.core.protobuf import meta_graph_pb2
 from tensorflow.python.framework import kernels
 
+from placer.core.disjoint import DisjointSets
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 
@@ -183,15 +184,7 @@ def _colocation_keys(ops: Sequence[tf.Operation]) -> list[str]:
     the first loc target met in graph order, so the common case, a variable w
     and everything colocated with it, gets key "w".
     """
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    sets = DisjointSets()
     first_seen: dict[str, int] = {}
     targets: list[list[str]] = []
     for op in ops:
@@ -204,15 +197,12 @@ def _colocation_keys(ops: Sequence[tf.Operation]) -> list[str]:
         targets.append(locs)
         for x in locs:
             first_seen.setdefault(x, len(first_seen))
-            parent.setdefault(x, x)
-            ra, rb = find(op.name), find(x)
-            if ra != rb:
-                parent[ra] = rb
+            sets.union(x, op.name)
     # The key of a set is its member that was named as a loc target first.
     key_of_root: dict[str, str] = {}
     for x in sorted(first_seen, key=first_seen.get):
-        key_of_root.setdefault(find(x), x)
-    return [key_of_root.get(find(op.name), "") if op.name in parent else "" for op in ops]
+        key_of_root.setdefault(sets.find(x), x)
+    return [key_of_root.get(sets.find(op.name), "") if op.name in sets else "" for op in ops]
 
 
 def extract(source, *, name: str) -> OpGraph:

@@ -40,10 +40,10 @@ _DEVICE_MAP = flags.DEFINE_string(
     "device_map", None, "Retarget devices: SOURCE=TARGET pairs, comma-separated, e.g. /device:GPU:0=/device:CPU:1."
 )
 _LOGICAL_CPUS = flags.DEFINE_integer(
-    "logical_cpus", None, "Split the CPU into N logical devices /device:CPU:0..N-1 (default 1)."
+    "logical_cpus", None, "Split the CPU into N logical devices /device:CPU:0..N-1 (default 1).", lower_bound=1
 )
 _STEPS = flags.DEFINE_integer("steps", 10, "Timed training steps; the median is the step time.")
-_WARMUP = flags.DEFINE_integer("warmup", 1, "Untimed training steps first.")
+_WARMUP = flags.DEFINE_integer("warmup", 1, "Untimed training steps first.", lower_bound=0)
 _STRICT = flags.DEFINE_bool("strict", False, "Soft placement off; any op not run where placed is an error.")
 _REWRITE = flags.DEFINE_bool("rewrite", True, "Let Grappler rewrite the graph (as in ordinary training).")
 _REPORT = flags.DEFINE_string("report", None, "Write a JSON report here.")
@@ -56,8 +56,8 @@ def main(argv: list[str]) -> None:
         raise InputError("give --config=configs/MODEL.py and --placement=FILE")
     if _STEPS.value < 1:
         raise InputError(f"--steps: need at least 1, got {_STEPS.value}")
-    if _REPORT.value and os.path.exists(_REPORT.value) and not _OVERWRITE.value:
-        raise InputError(f"--report: {_REPORT.value} exists (give --overwrite to replace it)")
+    if _REPORT.value:
+        atomic.check_output_file(_REPORT.value, "report", overwrite=_OVERWRITE.value)
     num_cpus = _LOGICAL_CPUS.value or 1
     if num_cpus < 1:
         raise InputError(f"--logical_cpus: need at least 1, got {num_cpus}")

@@ -116,7 +116,12 @@ def own_flags_in_help(main: Callable) -> None:
 
 
 def run_main(main: Callable[[list[str]], None]) -> None:
-    """Runs an absl `main`, turning InputError into one stderr line and exit status 2."""
+    """Runs an absl `main`, turning InputError into one stderr line and exit status 2.
+
+    Bad flag values (an enum value not offered, a number under its bound, a
+    config file that is missing or fails to load) are one line and exit
+    status 2 as well, before any work starts.
+    """
     from absl import app  # noqa: PLC0415
     from absl import logging as absl_logging  # noqa: PLC0415
 
@@ -137,7 +142,7 @@ def run_main(main: Callable[[list[str]], None]) -> None:
             sys.exit(2)
 
     try:
-        app.run(wrapped)
+        app.run(wrapped, flags_parser=parse_flags)
     except InputError as e:  # raised while absl parsed flags (config files)
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -146,6 +151,49 @@ def run_main(main: Callable[[list[str]], None]) -> None:
             raise
         print(f"error: bad flag or config file: {one_line(e)}", file=sys.stderr)
         sys.exit(2)
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+    """absl's flag parsing, with every bad value one line on stderr and exit status 2.
+
+    Config-file flags (ml_collections) defer a failed load until first use;
+    they are loaded here, so a missing file or a bad variant is reported now.
+    """
+    from absl import flags  # noqa: PLC0415
+    from ml_collections.config_flags import config_flags  # noqa: PLC0415
+
+    try:
+        rest = flags.FLAGS(argv)
+    except flags.Error as e:
+        _fail(_flag_error(str(e)))
+    for name in list(flags.FLAGS):
+        flag = flags.FLAGS[name]
+        if flag.name != name or not flag.present or not isinstance(flag.parser, config_flags.ConfigFileFlagParser):
+            continue
+        try:
+            "model" in flag.value  # noqa: B015  (a config that failed to load raises here)
+        except Exception as e:  # noqa: BLE001 (any failure of a user's config file is bad input)
+            path = str(flag.serialize()).partition("=")[2].partition(":")[0]
+            if path and not os.path.exists(path):
+                _fail(f"--{name}: {path}: no such config file")
+            _fail(f"--{name}: {one_line(e)}")
+    return rest
+
+
+def _flag_error(text: str) -> str:
+    """absl's message for a bad flag on one line; a config file's traceback cut to its last line."""
+    if "Traceback (most recent call last)" in text:
+        head = text.split("Traceback")[0].rstrip(": \n")
+        last = text.strip().splitlines()[-1].strip()
+        kind, sep, message = last.partition(": ")
+        last = message if sep and kind.replace(".", "").replace("_", "").isalnum() else last
+        text = f"{head}: {last}"
+    return " ".join(text.split())
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def loaded_config(config, flag_name: str = "config"):

@@ -17,10 +17,13 @@ another graph, a GPU baseline on a cluster without GPU) is one line
 
 from __future__ import annotations
 
+import os
+
 from absl import flags
 from ml_collections import config_flags
 
 from placer import cli
+from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
@@ -34,6 +37,7 @@ _MEASURE = flags.DEFINE_string("measure", "sim", "Backend: sim | grappler | sess
 _METHODS = flags.DEFINE_string("methods", "all", "'all' or comma-separated baseline names (baselines/registry).")
 _PLACEMENTS = flags.DEFINE_list("placements", [], "Placement JSON files to compare too (e.g. the RL result).")
 _OUT = flags.DEFINE_string("out", None, "Folder for table.md, table.csv, step_times.png, timeline_<method>.png.")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out folder.")
 _TIMELINE = flags.DEFINE_string("timeline", None, "Row whose simulated schedule is drawn (default: the fastest).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every baseline.")
 _REFERENCE = flags.DEFINE_string(
@@ -42,6 +46,8 @@ _REFERENCE = flags.DEFINE_string(
     "Placement the 'vs' speedup column compares with: a baseline name (added to --methods if missing), "
     "a row of --placements, or a placement JSON file (compared too); default: expert, when among --methods.",
 )
+
+OUTPUTS = ("table.md", "table.csv", "step_times.png", "timeline_*.png", "placement_*.json")  # what --out holds
 
 
 def main(argv: list[str]) -> None:
@@ -53,6 +59,8 @@ def main(argv: list[str]) -> None:
     methods, strict = compare_lib.parse_methods(_METHODS.value, bool(_PLACEMENTS.value or _REFERENCE.value))
     if _TIMELINE.value and not _OUT.value:
         raise InputError("--timeline needs --out")
+    if _OUT.value:
+        atomic.check_output_dir(_OUT.value, "out", overwrite=_OVERWRITE.value, owned=OUTPUTS)
     if _MEASURE.value not in registry.KINDS:
         raise InputError(f"--measure: unknown kind {_MEASURE.value!r} (valid: {', '.join(registry.KINDS)})")
     config = _CONFIG.value
@@ -75,8 +83,9 @@ def main(argv: list[str]) -> None:
     )
     print(compare_lib.terminal_text(rows, cluster.device_names, reference), end="")
     if _OUT.value:
-        written = compare_lib.write_outputs(_OUT.value, rows, graph, cluster, measurer, _TIMELINE.value, reference)
-        print(f"wrote {', '.join(written)}")
+        with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value, owned=OUTPUTS) as folder:
+            written = compare_lib.write_outputs(folder, rows, graph, cluster, measurer, _TIMELINE.value, reference)
+        print(f"wrote {', '.join(os.path.join(_OUT.value, os.path.basename(w)) for w in written)}")
 
 
 def run() -> None:

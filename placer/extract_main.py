@@ -20,7 +20,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from placer import cli
-from placer.core import io
+from placer.core import atomic, io
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
@@ -40,16 +40,22 @@ _CLUSTER = flags.DEFINE_string(
     "Cluster whose device types get Grappler costs: preset, JSON file or 'local' (default: the config's, else k80x4).",
 )
 _TARGET = flags.DEFINE_integer(
-    "target_groups", None, "Coarsen to at most this many groups (0 = none; default: the config's, else 256)."
+    "target_groups",
+    None,
+    "Coarsen to at most this many groups (0 = none; default: the config's, else 256).",
+    lower_bound=0,
 )
 _DEVICES = flags.DEFINE_integer(
     "devices", 5, "Devices the groups will be placed on (k80x4: 5); sets the grouping's floor, max(8 x devices, 32)."
 )
-_TOP = flags.DEFINE_integer("top_types", 10, "How many of the most common op types to print.")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out file.")
+_TOP = flags.DEFINE_integer("top_types", 10, "How many of the most common op types to print.", lower_bound=0)
 
 
 def main(argv: list[str]) -> None:
     del argv
+    if _OUT.value:
+        atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value)
     from graphs import extract_lib  # noqa: PLC0415
 
     if _DEVICES.value <= 0:

@@ -19,6 +19,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from placer import cli
+from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
@@ -28,6 +29,7 @@ _PLACEMENT = flags.DEFINE_string("placement", None, "Placement JSON file (docs/f
 _BASELINE = flags.DEFINE_string("baseline", None, "Instead of --placement: a baseline method (baselines/registry).")
 _MEASURE = flags.DEFINE_string("measure", "sim", "Backend: sim | grappler | session.")
 _TRACE = flags.DEFINE_string("trace", None, "Write a Chrome trace of the simulated step here (--measure=sim).")
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --trace file.")
 
 
 def main(argv: list[str]) -> None:
@@ -38,6 +40,8 @@ def main(argv: list[str]) -> None:
     measure_lib.check_flags(_MEASURE.value, _TRACE.value is not None, _PLACEMENT.value, _BASELINE.value)
     if (_CONFIG.value is None) == (_GRAPH.value is None):
         raise InputError("give exactly one of --config and --graph")
+    if _TRACE.value:
+        atomic.check_output_file(_TRACE.value, "trace", overwrite=_OVERWRITE.value)
     cluster = cli.load_cluster(_CLUSTER.value)
     loaded = pipeline.load_graph(
         cluster, config=_CONFIG.value, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim"

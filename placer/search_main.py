@@ -58,6 +58,9 @@ def _policies() -> list[str]:
 
 def main(argv):
     del argv
+    from placer.core import atomic  # noqa: PLC0415
+
+    atomic.check_output_dir(_WORKDIR.value, "workdir", reuse=True)
     if (_JOBS.value is None) == (_TRACE.value is None):
         raise InputError("give exactly one of --jobs (run searches) and --trace (replay a trace CSV)")
     sharing = {"normalise": _NORMALISE.value, "objective": _OBJECTIVE.value}

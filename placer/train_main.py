@@ -10,6 +10,7 @@ from ml_collections import config_flags
 
 from configs import common
 from placer import cli
+from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -34,6 +35,7 @@ _INIT_FROM = flags.DEFINE_string("init_from", None, "Policy folder from placer-p
 
 def main(argv):
     del argv
+    atomic.check_output_dir(_WORKDIR.value, "workdir", reuse=True)
     from placer.rl import train_lib  # noqa: PLC0415 (imports TensorFlow)
 
     if _MAX_MINUTES.value < 0:

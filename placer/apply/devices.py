@@ -36,6 +36,7 @@ from tensorflow.core.protobuf import meta_graph_pb2
 
 from graphs import extract, tf_util
 from placer.core import colocation
+from placer.core.disjoint import DisjointSets
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
@@ -161,17 +162,7 @@ def validate(
         on different devices; ops on a device type that has no kernel for
         them. Each message names the first few offenders.
     """
-    ops, graph_ops = set(placement.op_names), set(graph.names)
-    extra = [n for n in placement.op_names if n not in graph_ops]
-    missing = [n for n in graph.names if n not in ops]
-    if extra or missing:
-        parts = []
-        if extra:
-            parts.append(f"{len(extra)} ops missing from graph {graph.name!r}: {_names(extra)}")
-        if missing:
-            parts.append(f"{len(missing)} graph ops missing from the placement: {_names(missing)}")
-        raise InputError(f"{source}: {'; '.join(parts)}")
-    placement.check_graph(graph, source)
+    placement.for_graph(graph, source)
     if device_map:
         parse_device_map(",".join(f"{k}={v}" for k, v in device_map.items()), known=placement.device_names)
     where = op_devices(placement, device_map)
@@ -337,26 +328,19 @@ def resource_followers(where: dict[str, str], tf_graph: tf.Graph) -> dict[str, s
       from the one requested.
     """
     ops = tf_graph.get_operations()
-    parent = {op.name: op.name for op in ops}
+    sets = DisjointSets(op.name for op in ops)
     device = {
         op.name: device_name(where.get(op.name, op.device)) if where.get(op.name, op.device) else "" for op in ops
     }
 
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
     def merge(src: str, dst: str) -> None:
-        rs, rd = find(src), find(dst)
-        if rs != rd:
-            parent[rd] = rs
-            device[rs] = device[rs] or device[rd]
+        roots = sets.union(src, dst)
+        if roots:
+            device[roots[0]] = device[roots[0]] or device[roots[1]]
 
     for op in ops:
         for target in extract.colocation_targets(op):
-            if target in parent:
+            if target in sets:
                 merge(target, op.name)
     for op in ops:
         if op.type in RESOURCE_EXEMPT:
@@ -367,7 +351,7 @@ def resource_followers(where: dict[str, str], tf_graph: tf.Graph) -> dict[str, s
     out = {}
     for op in ops:
         want = device[op.name] if op.name not in where else device_name(where[op.name])
-        got = device[find(op.name)]
+        got = device[sets.find(op.name)]
         if op.name in where and got and got != want:
             out[op.name] = got
     return out

@@ -7,12 +7,12 @@ TensorFlow import.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Sequence
 
 import numpy as np
 
+from placer.core import checks
 from placer.core.errors import InputError
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -112,72 +112,66 @@ def _default_link(bw: np.ndarray, lat: np.ndarray) -> tuple[float, float]:
 
 
 def from_json(data: dict, source: str = "cluster") -> Cluster:
-    """Builds and checks a Cluster from its JSON form.
+    """Builds and checks a Cluster from its JSON form; every field is checked here.
 
     Raises:
-      InputError: no devices, duplicate names, a non-positive memory, speed or
-        bandwidth, a negative latency, or a link naming an unknown device.
+      InputError: naming `source` and the field: no devices, a missing,
+        empty or duplicate name, a memory, speed, rate, bandwidth or latency
+        out of its range (placer/core/checks.py), or a link naming an unknown
+        device.
     """
-    if not isinstance(data, dict):
-        raise InputError(f"{source}: expected a JSON object")
-    raw = data.get("devices")
-    if not raw:
-        raise InputError(f"{source}: field 'devices' is missing or empty")
-    devices = []
-    for k, r in enumerate(raw):
-        try:
-            dev = Device(
-                name=str(r["name"]),
-                type=str(r["type"]).upper(),
-                memory_bytes=int(r["memory_bytes"]),
-                speed=float(r.get("speed", 1.0)),
-                peak_gflops=float(r.get("peak_gflops", 0.0)),
-                memory_bandwidth=float(r.get("memory_bandwidth", 0.0)),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"{source}: devices[{k}] needs name, type and memory_bytes ({e})") from None
-        if dev.memory_bytes <= 0:
-            raise InputError(f"{source}: devices[{k}].memory_bytes must be positive")
-        if dev.speed <= 0:
-            raise InputError(f"{source}: devices[{k}].speed must be positive")
-        devices.append(dev)
+    data = checks.obj(data, source)
+    raw = checks.arr(checks.get(data, "devices", f"{source}: devices", required=True), f"{source}: devices", min_len=1)
+    devices = [_device(checks.obj(r, f"{source}: devices[{k}]"), f"{source}: devices[{k}]") for k, r in enumerate(raw)]
     names = [d.name for d in devices]
-    for n in names:
-        if names.count(n) > 1:
-            raise InputError(f"{source}: duplicate device name {n!r} in 'devices'")
-    links = data.get("links", {})
-    default = links.get("default", {})
-    bw0 = float(default.get("bandwidth", 1e10))
-    lat0 = float(default.get("latency", 0.0))
-    _check_link(bw0, lat0, f"{source}: links.default")
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InputError(f"{source}: devices: duplicate device name {dup!r}")
+    links = checks.obj(checks.get(data, "links", source, {}), f"{source}: links")
+    w = f"{source}: links.default"
+    default = checks.obj(checks.get(links, "default", w, {}), w)
+    bw0 = checks.number(checks.get(default, "bandwidth", w, 1e10), f"{w}.bandwidth", 0.0, checks.MAX_RATE, lo_open=True)
+    lat0 = checks.number(checks.get(default, "latency", w, 0.0), f"{w}.latency")
     d = len(devices)
     bw = np.full((d, d), bw0)
     lat = np.full((d, d), lat0)
     idx = {n: i for i, n in enumerate(names)}
-    for k, p in enumerate(links.get("pairs", [])):
-        where = f"{source}: links.pairs[{k}]"
+    w = f"{source}: links.pairs"
+    for k, p in enumerate(checks.arr(checks.get(links, "pairs", w, []), w)):
+        where = f"{w}[{k}]"
+        p = checks.obj(p, where)
         for end in ("src", "dst"):
             if p.get(end) not in idx:
-                raise InputError(f"{where}.{end} names unknown device {p.get(end)!r}")
-        b = float(p.get("bandwidth", bw0))
-        la = float(p.get("latency", lat0))
-        _check_link(b, la, where)
+                raise InputError(f"{where}.{end}: names unknown device {p.get(end)!r}")
+        b = checks.number(
+            checks.get(p, "bandwidth", where, bw0), f"{where}.bandwidth", 0.0, checks.MAX_RATE, lo_open=True
+        )
+        la = checks.number(checks.get(p, "latency", where, lat0), f"{where}.latency")
         i, j = idx[p["src"]], idx[p["dst"]]
         bw[i, j], lat[i, j] = b, la
-        if p.get("symmetric", True):
+        if checks.boolean(checks.get(p, "symmetric", where, True), f"{where}.symmetric"):
             bw[j, i], lat[j, i] = b, la
     np.fill_diagonal(bw, np.inf)
     np.fill_diagonal(lat, 0.0)
     bw.setflags(write=False)
     lat.setflags(write=False)
-    return Cluster(name=str(data.get("name", source)), devices=tuple(devices), bandwidth=bw, latency=lat)
+    name = checks.text(checks.get(data, "name", source, source), f"{source}: name")
+    return Cluster(name=name, devices=tuple(devices), bandwidth=bw, latency=lat)
 
 
-def _check_link(bw: float, lat: float, where: str) -> None:
-    if not bw > 0:
-        raise InputError(f"{where}.bandwidth must be positive, got {bw}")
-    if not lat >= 0:
-        raise InputError(f"{where}.latency must not be negative, got {lat}")
+def _device(r: dict, w: str) -> Device:
+    """Checks the fields of one device entry."""
+    rate = checks.MAX_RATE
+    return Device(
+        name=checks.text(checks.get(r, "name", f"{w}.name", required=True), f"{w}.name"),
+        type=checks.text(checks.get(r, "type", f"{w}.type", required=True), f"{w}.type").upper(),
+        memory_bytes=checks.integer(
+            checks.get(r, "memory_bytes", f"{w}.memory_bytes", required=True), f"{w}.memory_bytes", 1, checks.MAX_MEMORY
+        ),
+        speed=checks.number(checks.get(r, "speed", w, 1.0), f"{w}.speed", 0.0, 1e6, lo_open=True),
+        peak_gflops=checks.number(checks.get(r, "peak_gflops", w, 0.0), f"{w}.peak_gflops", 0.0, rate),
+        memory_bandwidth=checks.number(checks.get(r, "memory_bandwidth", w, 0.0), f"{w}.memory_bandwidth", 0.0, rate),
+    )
 
 
 def load(path_or_name: str) -> Cluster:
@@ -199,12 +193,7 @@ def load(path_or_name: str) -> Cluster:
         else:
             presets = sorted(f[:-5] for f in os.listdir(CLUSTER_DIR) if f.endswith(".json"))
             raise InputError(f"{path_or_name}: no such cluster file or preset (presets: {', '.join(presets)}, local)")
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: cannot read cluster spec ({e})") from None
-    return from_json(data, source=path)
+    return from_json(checks.read_json(path, "cluster spec"), source=path)
 
 
 def make(

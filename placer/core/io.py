@@ -9,12 +9,10 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import os
-import zlib
 
 import numpy as np
 
-from placer.core import atomic
+from placer.core import atomic, checks
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 
@@ -65,63 +63,54 @@ def load(path: str) -> OpGraph:
 
     Raises:
       InputError: naming `path`, for a missing or unreadable file, bad JSON,
-        a wrong format or version, a missing or malformed field, an edge naming
-        an unknown op, or a cycle.
+        a wrong format or version, a missing or malformed field, a value out
+        of its range, an edge naming an unknown op, or a cycle.
     """
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such graph file")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        if path.endswith(".gz"):
-            raw = gzip.decompress(raw)
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read graph file ({e})") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: bad JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    return from_json(data, source=path)
+    return from_json(checks.read_json(path, "graph"), source=path)
 
 
 def from_json(data: object, source: str = "graph") -> OpGraph:
-    """Builds an OpGraph from the JSON object of the format; `source` names it in errors."""
-    if not isinstance(data, dict):
-        raise InputError(f"{source}: top level must be a JSON object")
+    """Builds an OpGraph from the JSON object of the format; `source` names it in errors.
+
+    Every field is checked here, in one place, before anything sized by a
+    field is allocated (ranges in placer/core/checks.py, docs/formats.md).
+    """
+    data = checks.obj(data, source)
     if data.get("format") != FORMAT:
-        raise InputError(f"{source}: field 'format' must be {FORMAT!r}, got {data.get('format')!r}")
+        raise InputError(f"{source}: format: must be {FORMAT!r}, got {data.get('format')!r}")
     if data.get("version") != VERSION:
-        raise InputError(f"{source}: unsupported version {data.get('version')!r} (expected {VERSION})")
-    name = _field(data, "name", str, source)
-    device_types = [str(t) for t in _field(data, "device_types", list, source)]
-    ops = _field(data, "ops", list, source)
-    edges = _field(data, "edges", list, source)
-    try:
-        names = [str(_field(o, "name", str, f"{source}: ops[{k}]")) for k, o in enumerate(ops)]
-        types, shapes, obytes, pbytes, coloc = [], [], [], [], []
-        cost = np.full((len(ops), len(device_types)), np.nan)
-        for k, o in enumerate(ops):
-            where = f"{source}: op {names[k]!r}"
-            types.append(_field(o, "type", str, where))
-            shapes.append([tuple(int(d) for d in s) for s in o.get("output_shapes", [])])
-            obytes.append(int(o.get("output_bytes", 0)))
-            pbytes.append(int(o.get("persistent_bytes", 0)))
-            coloc.append(str(o.get("colocation", "")))
-            c = o.get("cost", {})
-            if not isinstance(c, dict):
-                raise InputError(f"{where}: field 'cost' must be an object")
-            for t, v in c.items():
-                if t not in device_types:
-                    raise InputError(f"{where}: cost for device type {t!r} not in device_types")
-                cost[k, device_types.index(t)] = float(v)
-        pairs, control = [], []
-        for k, e in enumerate(edges):
-            where = f"{source}: edges[{k}]"
-            pairs.append((_field(e, "src", str, where), _field(e, "dst", str, where), int(e.get("bytes", 0))))
-            control.append(bool(e.get("control", False)))
-    except (TypeError, ValueError, AttributeError) as e:
-        if isinstance(e, InputError):
-            raise
-        raise InputError(f"{source}: malformed value ({e})") from None
+        raise InputError(f"{source}: version: unsupported {data.get('version')!r} (expected {VERSION})")
+    name = checks.text(checks.get(data, "name", f"{source}: name", required=True), f"{source}: name", empty=True)
+    w = f"{source}: device_types"
+    device_types = [
+        checks.text(t, f"{w}[{k}]")
+        for k, t in enumerate(checks.arr(checks.get(data, "device_types", w, required=True), w))
+    ]
+    if len(set(device_types)) != len(device_types):
+        raise InputError(f"{w}: lists a device type twice")
+    ops = checks.arr(checks.get(data, "ops", f"{source}: ops", required=True), f"{source}: ops", min_len=1)
+    edges = checks.arr(checks.get(data, "edges", f"{source}: edges", required=True), f"{source}: edges")
+    cols = {t: j for j, t in enumerate(device_types)}
+    names, types, shapes, obytes, pbytes, coloc = [], [], [], [], [], []
+    cost = np.full((len(ops), len(device_types)), np.nan)
+    for k, o in enumerate(ops):
+        names.append(
+            _op_fields(
+                checks.obj(o, f"{source}: ops[{k}]"),
+                f"{source}: ops[{k}]",
+                cols,
+                cost[k],
+                (types, shapes, obytes, pbytes, coloc),
+            )
+        )
+    pairs, control = [], []
+    for k, e in enumerate(edges):
+        w = f"{source}: edges[{k}]"
+        e = checks.obj(e, w)
+        src = checks.text(checks.get(e, "src", f"{w}.src", required=True), f"{w}.src")
+        dst = checks.text(checks.get(e, "dst", f"{w}.dst", required=True), f"{w}.dst")
+        pairs.append((src, dst, checks.integer(checks.get(e, "bytes", f"{w}.bytes", 0), f"{w}.bytes")))
+        control.append(checks.boolean(checks.get(e, "control", f"{w}.control", False), f"{w}.control"))
     return OpGraph.create(
         name,
         names,
@@ -138,13 +127,26 @@ def from_json(data: object, source: str = "graph") -> OpGraph:
     )
 
 
-def _field(obj: object, key: str, kind: type, where: str):
-    """Returns obj[key], checking that obj is an object and the value has the expected type."""
-    if not isinstance(obj, dict):
-        raise InputError(f"{where}: expected a JSON object")
-    if key not in obj:
-        raise InputError(f"{where}: missing field {key!r}")
-    v = obj[key]
-    if not isinstance(v, kind):
-        raise InputError(f"{where}: field {key!r} must be a {kind.__name__}")
-    return v
+def _op_fields(o: dict, w: str, cols: dict[str, int], cost_row: np.ndarray, out: tuple) -> str:
+    """Checks one op's fields, appends them to the lists in `out`, fills its cost row; returns its name."""
+    types, shapes, obytes, pbytes, coloc = out
+    name = checks.text(checks.get(o, "name", f"{w}.name", required=True), f"{w}.name")
+    types.append(checks.text(checks.get(o, "type", f"{w}.type", required=True), f"{w}.type"))
+    ws = f"{w}.output_shapes"
+    shapes.append(
+        tuple(
+            tuple(
+                checks.integer(d, f"{ws}[{i}][{j}]", -1, checks.MAX_BYTES)
+                for j, d in enumerate(checks.arr(s, f"{ws}[{i}]"))
+            )
+            for i, s in enumerate(checks.arr(checks.get(o, "output_shapes", ws, []), ws))
+        )
+    )
+    obytes.append(checks.integer(checks.get(o, "output_bytes", w, 0), f"{w}.output_bytes"))
+    pbytes.append(checks.integer(checks.get(o, "persistent_bytes", w, 0), f"{w}.persistent_bytes"))
+    coloc.append(checks.text(checks.get(o, "colocation", w, ""), f"{w}.colocation", empty=True))
+    for t, v in checks.obj(checks.get(o, "cost", w, {}), f"{w}.cost").items():
+        if t not in cols:
+            raise InputError(f"{w}.cost: device type {t!r} not in device_types")
+        cost_row[cols[t]] = checks.number(v, f"{w}.cost.{t}")
+    return name

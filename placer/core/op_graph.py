@@ -117,45 +117,13 @@ class OpGraph:
             index[op] = i
         if len(types) != n:
             raise InputError(f"{source}: {len(types)} op types for {n} ops")
-
-        def per_op(values, default, what):
-            if values is None:
-                return [default] * n
-            if len(values) != n:
-                raise InputError(f"{source}: {len(values)} values of {what} for {n} ops")
-            return list(values)
-
-        shapes = [tuple(tuple(int(d) for d in s) for s in ss) for ss in per_op(output_shapes, (), "output_shapes")]
-        obytes = np.asarray(per_op(output_bytes, 0, "output_bytes"), dtype=np.int64)
-        pbytes = np.asarray(per_op(persistent_bytes, 0, "persistent_bytes"), dtype=np.int64)
-        coloc = per_op(colocation, "", "colocation")
+        shapes, obytes, pbytes, coloc = _per_op_arrays(
+            names, output_shapes, output_bytes, persistent_bytes, colocation, source
+        )
         device_types = tuple(device_types)
-        if compute_cost is None:
-            cost = np.full((n, len(device_types)), np.nan)
-        else:
-            cost = np.asarray(compute_cost, dtype=np.float64).reshape(n, len(device_types))
-        if np.any(cost < 0):
-            bad = int(np.argwhere(cost < 0)[0][0])
-            raise InputError(f"{source}: negative compute cost for op {names[bad]!r}")
-        if np.any(obytes < 0) or np.any(pbytes < 0):
-            raise InputError(f"{source}: negative byte count")
-
-        m = len(edges)
-        src = np.empty(m, dtype=np.int64)
-        dst = np.empty(m, dtype=np.int64)
-        ebytes = np.zeros(m, dtype=np.int64)
-        for k, e in enumerate(edges):
-            for end in e[:2]:
-                if end not in index:
-                    raise InputError(f"{source}: edge {e[0]!r} -> {e[1]!r} names unknown op {end!r}")
-            src[k], dst[k] = index[e[0]], index[e[1]]
-            if len(e) > 2:
-                ebytes[k] = int(e[2])
-        ctrl = np.asarray(per_op_edges(edge_control, m, source), dtype=bool)
-        if np.any(src == dst):
-            k = int(np.argmax(src == dst))
-            raise InputError(f"{source}: op {names[src[k]]!r} has an edge to itself (a cycle)")
-
+        cost = _cost_matrix(compute_cost, names, len(device_types), source)
+        src, dst, ebytes = _edge_arrays(edges, index, names, source)
+        ctrl = np.asarray(per_op_edges(edge_control, len(edges), source), dtype=bool)
         order = topological_order(n, src, dst)
         if order is None:
             raise InputError(f"{source}: the graph has a cycle")
@@ -293,6 +261,59 @@ class OpGraph:
             compute_cost=cost,
             edge_control=[bool(a.get("control", False)) for _, _, a in g.edges(data=True)],
         )
+
+
+def _per_op_arrays(names, output_shapes, output_bytes, persistent_bytes, colocation, source: str):
+    """Per-op shapes, output bytes, persistent bytes and colocation keys, defaults filled in and lengths checked."""
+    n = len(names)
+
+    def per_op(values, default, what):
+        if values is None:
+            return [default] * n
+        if len(values) != n:
+            raise InputError(f"{source}: {len(values)} values of {what} for {n} ops")
+        return list(values)
+
+    shapes = [tuple(tuple(int(d) for d in s) for s in ss) for ss in per_op(output_shapes, (), "output_shapes")]
+    obytes = np.asarray(per_op(output_bytes, 0, "output_bytes"), dtype=np.int64)
+    pbytes = np.asarray(per_op(persistent_bytes, 0, "persistent_bytes"), dtype=np.int64)
+    if np.any(obytes < 0) or np.any(pbytes < 0):
+        raise InputError(f"{source}: negative byte count")
+    return shapes, obytes, pbytes, per_op(colocation, "", "colocation")
+
+
+def _cost_matrix(compute_cost, names, num_types: int, source: str) -> np.ndarray:
+    """[n, num_types] seconds (NaN where none is given); refuses a negative cost."""
+    if compute_cost is None:
+        return np.full((len(names), num_types), np.nan)
+    cost = np.asarray(compute_cost, dtype=np.float64).reshape(len(names), num_types)
+    if np.any(cost < 0):
+        bad = int(np.argwhere(cost < 0)[0][0])
+        raise InputError(f"{source}: negative compute cost for op {names[bad]!r}")
+    return cost
+
+
+def _edge_arrays(edges, index: dict[str, int], names, source: str):
+    """[m] producer and consumer indices and bytes of `edges` given by op name.
+
+    Raises:
+      InputError: an edge naming an unknown op, or an op's edge to itself.
+    """
+    m = len(edges)
+    src = np.empty(m, dtype=np.int64)
+    dst = np.empty(m, dtype=np.int64)
+    ebytes = np.zeros(m, dtype=np.int64)
+    for k, e in enumerate(edges):
+        for end in e[:2]:
+            if end not in index:
+                raise InputError(f"{source}: edge {e[0]!r} -> {e[1]!r} names unknown op {end!r}")
+        src[k], dst[k] = index[e[0]], index[e[1]]
+        if len(e) > 2:
+            ebytes[k] = int(e[2])
+    if np.any(src == dst):
+        k = int(np.argmax(src == dst))
+        raise InputError(f"{source}: op {names[src[k]]!r} has an edge to itself (a cycle)")
+    return src, dst, ebytes
 
 
 def per_op_edges(values: Sequence[bool] | None, m: int, source: str) -> list[bool]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placer.core import atomic
+from placer.core import atomic, checks
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 
@@ -114,46 +114,103 @@ class Placement:
         else:
             atomic.write_text(path, text + "\n")
 
-    @staticmethod
-    def from_json(data: dict, source: str = "placement") -> Placement:
-        """Parses the JSON form; raises InputError naming the bad field."""
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise InputError(f"{source}: not a placement file (field 'format' is not {FORMAT!r})")
-        if data.get("version") != VERSION:
-            raise InputError(f"{source}: unsupported placement version {data.get('version')!r}")
-        try:
-            names = tuple(str(d) for d in data["devices"])
-            ops = data["ops"]
-            graph = data["graph"]
-            pos = {n: i for i, n in enumerate(names)}
-            bad = [d for d in ops.values() if d not in pos]
-            if bad:
-                raise InputError(f"{source}: field 'ops' names device {bad[0]!r} missing from 'devices'")
-            groups = data.get("groups")
-            return Placement(
-                devices=np.array([pos[d] for d in ops.values()], dtype=np.int32),
-                device_names=names,
-                groups=None if groups is None else np.asarray(groups, dtype=np.int32),
-                graph_name=str(graph["name"]),
-                fingerprint=str(graph["fingerprint"]),
-                op_names=tuple(ops.keys()),
-                metadata=dict(data.get("metadata", {})),
+    def for_graph(self, graph: OpGraph, source: str = "placement") -> Placement:
+        """This placement matched to `graph` op by op, by name, in the graph's op order.
+
+        Readers call this before using `devices` or `groups` as arrays over the
+        graph's ops: the file may list its ops in any order.
+
+        Raises:
+          InputError: one line naming `source`: ops the graph lacks or graph ops
+            the placement lacks (the first few named), or another graph's
+            fingerprint.
+        """
+        placement = self
+        if self.op_names != tuple(graph.names):
+            index = {n: i for i, n in enumerate(self.op_names)}
+            known = set(graph.names)
+            extra = [n for n in self.op_names if n not in known]
+            missing = [n for n in graph.names if n not in index]
+            if extra or missing:
+                parts = []
+                if extra:
+                    parts.append(f"{len(extra)} ops missing from graph {graph.name!r}: {_first(extra)}")
+                if missing:
+                    parts.append(f"{len(missing)} graph ops missing from the placement: {_first(missing)}")
+                raise InputError(f"{source}: ops: {'; '.join(parts)}")
+            order = np.array([index[n] for n in graph.names], dtype=np.int64)
+            placement = dataclasses.replace(
+                self,
+                devices=self.devices[order],
+                groups=None if self.groups is None else self.groups[order],
+                op_names=tuple(graph.names),
             )
-        except (KeyError, TypeError, AttributeError) as e:
-            raise InputError(f"{source}: malformed placement file (field {e})") from None
+        placement.check_graph(graph, source)
+        return placement
+
+    @staticmethod
+    def from_json(data: object, source: str = "placement") -> Placement:
+        """Parses the JSON form, checking every field here; raises InputError naming the bad field."""
+        data = checks.obj(data, source)
+        if data.get("format") != FORMAT:
+            raise InputError(f"{source}: format: not a placement file (expected {FORMAT!r})")
+        if data.get("version") != VERSION:
+            raise InputError(f"{source}: version: unsupported placement version {data.get('version')!r}")
+        w = f"{source}: graph"
+        graph = checks.obj(checks.get(data, "graph", w, required=True), w)
+        graph_name = checks.text(checks.get(graph, "name", f"{w}.name", required=True), f"{w}.name", empty=True)
+        fingerprint = checks.text(
+            checks.get(graph, "fingerprint", f"{w}.fingerprint", required=True), f"{w}.fingerprint"
+        )
+        w = f"{source}: devices"
+        names = tuple(
+            checks.text(d, f"{w}[{k}]")
+            for k, d in enumerate(checks.arr(checks.get(data, "devices", w, required=True), w, min_len=1))
+        )
+        if len(set(names)) != len(names):
+            raise InputError(f"{w}: lists a device twice")
+        pos = {n: i for i, n in enumerate(names)}
+        w = f"{source}: ops"
+        ops = checks.obj(checks.get(data, "ops", w, required=True), w)
+        if not ops:
+            raise InputError(f"{w}: places no op")
+        for op, d in ops.items():
+            checks.text(op, f"{w} key")
+            if d not in pos:
+                raise InputError(f"{w}[{op!r}]: device {d!r} is not in 'devices'")
+        return Placement(
+            devices=np.array([pos[d] for d in ops.values()], dtype=np.int32),
+            device_names=names,
+            groups=_groups(checks.get(data, "groups", source), len(ops), f"{source}: groups"),
+            graph_name=graph_name,
+            fingerprint=fingerprint,
+            op_names=tuple(ops.keys()),
+            metadata=dict(checks.obj(checks.get(data, "metadata", source, {}), f"{source}: metadata")),
+        )
 
     @staticmethod
     def load(path: str) -> Placement:
-        """Reads a placement file (plain or .gz JSON)."""
-        try:
-            with open(path, "rb") as f:
-                raw = f.read()
-            if raw[:2] == b"\x1f\x8b":
-                raw = gzip.decompress(raw)
-            data = json.loads(raw)
-        except (OSError, ValueError, EOFError) as e:
-            raise InputError(f"{path}: cannot read placement ({e})") from None
-        return Placement.from_json(data, source=path)
+        """Reads a placement file (plain or .gz JSON).
+
+        Raises:
+          InputError: one line naming `path` and the field (see `from_json`).
+        """
+        return Placement.from_json(checks.read_json(path, "placement"), source=path)
+
+
+def _groups(raw: object, n_ops: int, where: str) -> np.ndarray | None:
+    """Checks the `groups` field: null, or one group id in [0, n_ops) per op."""
+    if raw is None:
+        return None
+    checks.arr(raw, where)
+    if len(raw) != n_ops:
+        raise InputError(f"{where}: has {len(raw)} entries for {n_ops} ops")
+    return np.array([checks.integer(g, f"{where}[{k}]", 0, n_ops - 1) for k, g in enumerate(raw)], dtype=np.int32)
+
+
+def _first(names: Sequence[str], n: int = 3) -> str:
+    shown = ", ".join(repr(x) for x in names[:n])
+    return shown + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
 def _jsonable(x):
@@ -178,14 +235,11 @@ def on_cluster(placement: Placement, graph: OpGraph, cluster, source: str) -> Pl
       `cluster.device_names`.
 
     Raises:
-      InputError: another graph (op count or fingerprint), or a device the
+      InputError: ops the graph lacks or graph ops the placement lacks
+        (matched by name), another graph (fingerprint), or a device the
         cluster does not have.
     """
-    if len(placement.devices) != graph.num_ops:
-        raise InputError(
-            f"{source}: field 'ops' has {len(placement.devices)} entries, graph {graph.name!r} has {graph.num_ops} ops"
-        )
-    placement.check_graph(graph, source)
+    placement = placement.for_graph(graph, source)
     pos = {n: i for i, n in enumerate(cluster.device_names)}
     for d in np.unique(placement.devices):
         name = placement.device_names[int(d)]

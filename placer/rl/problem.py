@@ -68,6 +68,12 @@ class Problem:
         return Placement.from_groups(self.graph, self.op_group, group_devices, self.device_names, **metadata)
 
 
+# Our choice: the warm start's colours may cost up to 4x the target's groups (the tiny NMT
+# with a 3-device colouring: 538 groups for a target of 256); a 20k-op layered graph reached
+# 5,999 and made the policy's first step take minutes.
+COLOUR_SLACK = 4
+
+
 def op_device_ok(graph: OpGraph, cluster: Cluster) -> np.ndarray:
     """[n_ops, D] bool: the op has a cost (a kernel) for the device's type."""
     return np.stack([~np.isnan(graph.cost_for(d.type)) for d in cluster.devices], axis=1)
@@ -80,8 +86,11 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
       graph: cost-annotated OpGraph.
       cluster: the target cluster.
       placer_config: `config.placer` (its grouping section is used).
-      op_colors: [n_ops] device per op of a placement that must stay
-        expressible group by group (the warm start's), or None.
+      op_colors: [n_ops] device per op of a placement that should stay
+        expressible group by group (the warm start's), or None. Dropped
+        when keeping it would leave more than COLOUR_SLACK times the
+        grouping's target: the graph is then grouped as placer-extract
+        groups it.
 
     Returns:
       (Problem, placer.core.grouping.Grouping)
@@ -89,14 +98,18 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
     gc = placer_config.grouping
     target = gc.get("target_groups", 0)
     min_groups = gc.get("min_groups", -1)
-    groups = grouping.group(
-        graph,
-        merge_single_consumer=gc.merge_single_consumer,
-        max_group_ops=gc.max_group_ops,
-        target_groups=target,
-        op_colors=op_colors,
-        min_groups=grouping.group_floor(target, cluster.num_devices) if min_groups < 0 else min_groups,
-    )
+    options = {
+        "merge_single_consumer": gc.merge_single_consumer,
+        "max_group_ops": gc.max_group_ops,
+        "target_groups": target,
+        "min_groups": grouping.group_floor(target, cluster.num_devices) if min_groups < 0 else min_groups,
+    }
+    groups = grouping.group(graph, **options, op_colors=op_colors)
+    if op_colors is not None and target and groups.num_groups > COLOUR_SLACK * target:
+        # The warm start's colours kept groups apart far past the target (thousands of groups on a
+        # large graph, each a step of the policy): group as placer-extract does; the warm start then
+        # imitates each group's device.
+        groups = grouping.group(graph, **options)
     feats = features.features(graph, groups)
     leader = np.asarray(groups.tie, np.int32)
     # A tie class can only go where all of its groups can run.

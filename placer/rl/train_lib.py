@@ -78,11 +78,13 @@ def run(
     check_fresh_workdir(workdir, resume, log)
     seed_everything(seed)
     t0 = time.time()
-    cluster, graph, measurer = _load(config, graph_path)
+    cluster, graph, measurer = _load(config, graph_path, log)
     kind, tc = config.measure, config.placer.train
     warm = None
     if tc.warm_start:  # deterministic, so a resumed search gets the same groups
+        log(f"warm start: placing and measuring {tc.warm_start}")
         warm = best_baseline(graph, cluster, measurer, tc.warm_start, seed, log)
+    log(f"grouping {graph.num_ops} ops (target {config.placer.grouping.get('target_groups', 0)} groups)")
     problem, groups = problem_lib.make_problem(
         graph, cluster, config.placer, op_colors=None if warm is None else warm[1].devices
     )
@@ -127,12 +129,13 @@ def run(
     return summary
 
 
-def _load(config, graph_path: str | None):
+def _load(config, graph_path: str | None, log=print):
     """(cluster, costed graph, measurer) of a run."""
     cluster = local_cluster.load(config.cluster)
     loaded = pipeline.load_graph(
         cluster, config=None if graph_path else config, graph_path=graph_path, need_model=config.measure != "sim"
     )
+    log(f"{loaded.graph.name}: {loaded.graph.num_ops} ops loaded in {loaded.seconds:.1f} s")
     return (
         cluster,
         loaded.graph,

@@ -276,3 +276,27 @@ def test_cli_missing_reference_is_explained_or_refused(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "vs expert: n/a, expert is not among the compared placements" in out.stdout
     expect_error(run(tmp_path, cluster, "--methods=single_cpu", "--reference=nobody"), "--reference", "'nobody'")
+
+
+def test_cli_out_is_replaced_as_one_set_only_with_overwrite(tmp_path):
+    cluster = f"--cluster={write_cluster(tmp_path, 10**9)}"
+    first = run(tmp_path, cluster, "--methods=single_cpu,scotch", f"--out={tmp_path / 'o'}", "--timeline=single_cpu")
+    assert first.returncode == 0, first.stderr
+    before = {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()}
+    again = run(tmp_path, cluster, "--methods=single_cpu,scotch", f"--out={tmp_path / 'o'}", "--timeline=scotch")
+    expect_error(again, "--out", "--overwrite")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()} == before
+    replaced = run(
+        tmp_path, cluster, "--methods=single_cpu,scotch", f"--out={tmp_path / 'o'}", "--timeline=scotch", "--overwrite"
+    )
+    assert replaced.returncode == 0, replaced.stderr
+    # The old timeline does not stay beside the new one, and no temporary folder is left.
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
+        "placement_scotch.json",
+        "placement_single_cpu.json",
+        "step_times.png",
+        "table.csv",
+        "table.md",
+        "timeline_scotch.png",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -108,7 +108,23 @@ def test_bad_cluster(tmp_path, good, spec, words):
 def test_placement_of_wrong_length(tmp_path):
     p = tmp_path / "short.json"
     p.write_text(json.dumps(placement({"a": "/device:GPU:0", "b": "/device:GPU:1"})))
-    expect_error(run(tmp_path, "--cluster=k80x2", f"--placement={p}"), "short.json", "'ops'")
+    expect_error(run(tmp_path, "--cluster=k80x2", f"--placement={p}"), "short.json", "ops:", "missing", "'c'")
+
+
+def test_placement_matched_by_name_not_position(tmp_path):
+    # The good placement's ops in reverse file order: the same step time as in file order.
+    p = tmp_path / "rev.json"
+    p.write_text(json.dumps(placement({"c": "/device:GPU:1", "b": "/device:GPU:1", "a": "/device:GPU:0"})))
+    out = run(tmp_path, "--cluster=k80x2", f"--placement={p}")
+    assert out.returncode == 0, out.stderr
+    assert "step time: 7.000020 s" in out.stdout
+
+
+def test_placement_naming_an_op_the_graph_lacks(tmp_path):
+    p = tmp_path / "extra.json"
+    ops = {"a": "/device:GPU:0", "b": "/device:GPU:1", "c": "/device:GPU:1", "extra/op": "/device:GPU:0"}
+    p.write_text(json.dumps(placement(ops)))
+    expect_error(run(tmp_path, "--cluster=k80x2", f"--placement={p}"), "extra.json", "'extra/op'")
 
 
 def test_placement_naming_unknown_device(tmp_path):

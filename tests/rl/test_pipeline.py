@@ -40,3 +40,38 @@ def test_problem_respects_kernels_ties_and_colours():
     for g in np.unique(problem.leader):
         runs_everywhere = ok[op_class == g].all(axis=0)
         np.testing.assert_array_equal(problem.allowed[g], runs_everywhere if runs_everywhere.any() else True)
+
+
+def test_colours_that_keep_far_too_many_groups_are_dropped():
+    from ml_collections import ConfigDict
+
+    from placer.core import grouping
+    from placer.core.op_graph import OpGraph
+
+    # A 12-op chain coloured 0, 1, 0, 1, ...: no two neighbours may share a group, so the colours
+    # keep 12 groups, over 4x the target of 2; the chain is then grouped as placer-extract groups it.
+    n = 12
+    names = [f"op{i}" for i in range(n)]
+    graph = OpGraph.create(
+        "chain",
+        names,
+        ["T"] * n,
+        [(names[i], names[i + 1], 10) for i in range(n - 1)],
+        device_types=("GPU",),
+        compute_cost=np.full((n, 1), 1e-3),
+    )
+    cluster = cluster_lib.load("k80x2")
+    placer = ConfigDict(
+        {
+            "grouping": {"merge_single_consumer": False, "max_group_ops": 0, "target_groups": 2},
+            "train": {"measure_op_level": True},
+        }
+    )
+    _, groups = problem_lib.make_problem(graph, cluster, placer, op_colors=np.arange(n) % 2)
+    extract_like = grouping.group(graph, merge_single_consumer=False, max_group_ops=0, target_groups=2)
+    np.testing.assert_array_equal(groups.op_group, extract_like.op_group)
+    assert groups.num_groups <= 2
+    # Within the slack (target 3: 12 > 4 * 3 is false) the colours are kept.
+    placer.grouping.target_groups = 3
+    _, kept = problem_lib.make_problem(graph, cluster, placer, op_colors=np.arange(n) % 2)
+    assert kept.num_groups == n
