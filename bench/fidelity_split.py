@@ -28,6 +28,7 @@ import numpy as np
 AGREE = 0.20  # Grappler within 20% of the simulator
 AGREE_SHARE = 0.90  # on at least 90% of the split placements
 OP_TOLERANCE = 0.10  # every op's cost within 10% of unplaced
+FULL_SCALE = 100  # random and searched placements per model the targets are set for
 
 
 class Recorder:
@@ -210,6 +211,14 @@ def section(results: list[tuple[list[dict], dict]], cluster_name: str, seed: int
         for rows, f in results
     )
     out += ["", f"Settings: cluster `{cluster_name}`, seed {seed}; {settings}.", ""]
+    smallest = min(min(sum(r["source"] == src for r in rows) for src in ("random", "search")) for rows, _ in results)
+    if smallest < FULL_SCALE:
+        out += [
+            f"Scale: at least {smallest} placements of each kind per model, against {FULL_SCALE} random and "
+            f"{FULL_SCALE} searched at full scale (reduced to fit the run on this machine): every target below is "
+            "**not measured at full scale**; the verdicts are those of this reduced run.",
+            "",
+        ]
     for key, label in (("sim_s", "the simulator with the preset's links"), ("sim0_s", "the simulator, latency 0")):
         share, n = _share(everything, key)
         verdict = met(None if share is None else share >= AGREE_SHARE)
