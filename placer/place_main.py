@@ -22,11 +22,15 @@ _CLUSTER = flags.DEFINE_string("cluster", None, "Cluster preset or JSON file (de
 _SAMPLES = flags.DEFINE_integer("samples", 64, "Sampled placements measured besides the greedy one.")
 _SEED = flags.DEFINE_integer("seed", 0, "Sampling seed.")
 _OUT = flags.DEFINE_string("out", None, "Placement JSON file to write.", required=True)
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out file.")
 
 
 def main(argv):
     del argv
+    from placer.core import atomic  # noqa: PLC0415
     from placer.core.errors import InputError  # noqa: PLC0415
+
+    atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value)
     from placer.rl import place_lib, transfer_lib  # noqa: PLC0415 (imports TensorFlow)
 
     if _SAMPLES.value < 0:

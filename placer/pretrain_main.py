@@ -26,6 +26,9 @@ _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar.")
 
 def main(argv):
     del argv
+    from placer.core import atomic  # noqa: PLC0415
+
+    atomic.check_output_dir(_WORKDIR.value, "workdir", reuse=True)
     from placer.rl import pretrain_lib  # noqa: PLC0415 (imports TensorFlow)
 
     pretrain_lib.run(
