@@ -38,6 +38,8 @@ setup(
             "placer-compare=placer.compare_main:run",
             "placer-apply=placer.apply_main:run",
             "placer-search=placer.search_main:run",
+            "placer-pretrain=placer.pretrain_main:run",
+            "placer-place=placer.place_main:run",
         ]
     },
 )

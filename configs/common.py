@@ -51,6 +51,12 @@ def placer_config() -> ml_collections.ConfigDict:
     c.policy.temperature_decay_steps = 0
     # The encoder reading the groups (placer/rl/encoders.py registry); the paper's is a bidirectional LSTM.
     c.policy.encoder = "bilstm"
+    # The graph policy ("gnn", placer/rl/graph_policy.py; our choices): hidden units, message-passing
+    # rounds, and its softmax temperature, which replaces `temperature` when it is trained.
+    c.policy.gnn_hidden_size = 64
+    c.policy.gnn_layers = 3
+    c.policy.gnn_temperature = 1.0
+    c.policy.gnn_tanh_constant = 3.0  # logits bound; 5 and none let it collapse onto one device (bench/transfer.py)
 
     c.train = ml_collections.ConfigDict()
     # TF's hierarchical placer samples 4; the simulator measures a placement in

@@ -30,6 +30,7 @@ _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0, "Stop training after this many minutes of wall time (0 = no limit); results are still written."
 )
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
+_INIT_FROM = flags.DEFINE_string("init_from", None, "Policy folder from placer-pretrain to fine-tune (graph policy).")
 
 
 def main(argv):
@@ -53,6 +54,7 @@ def main(argv):
         graph_path=_GRAPH.value,
         progress=_PROGRESS.value,
         max_seconds=60.0 * _MAX_MINUTES.value,
+        init_from=_INIT_FROM.value,
     )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import tf_keras as keras
 
 from placer.core.errors import InputError
+from placer.rl import graph_policy
 
 
 class BiLSTMEncoder(keras.layers.Layer):
@@ -42,6 +43,9 @@ class BiLSTMEncoder(keras.layers.Layer):
 
 ENCODERS: dict[str, Callable[..., keras.layers.Layer]] = {
     "bilstm": BiLSTMEncoder,
+    # Message passing over the group graph; the trainer pairs it with the device-scoring decoder
+    # (placer.rl.graph_policy.GraphPolicy), which serves any device count.
+    "gnn": graph_policy.GraphEncoder,
 }
 
 

@@ -50,9 +50,11 @@ class Trainer:
       workdir: where checkpoints, TensorBoard events and results go.
       seed: seeds the policy weights and the sampling.
       metadata: added to the best placement's metadata (cluster, backend).
+      policy: a built policy with the same interface to train instead of a new seq2seq one
+        (placer.rl.graph_policy.GraphPolicy, bound to this problem).
     """
 
-    def __init__(self, problem: Problem, measurer, config, workdir: str, *, seed: int = 0, metadata=None):
+    def __init__(self, problem: Problem, measurer, config, workdir: str, *, seed: int = 0, metadata=None, policy=None):
         self.problem = problem
         self.measurer = measurer
         self.tc = config.train
@@ -62,7 +64,7 @@ class Trainer:
         self.metadata = dict(metadata or {})
         d = len(problem.device_names)
         self.mask_bias = np.where(problem.allowed, 0.0, MASKED).astype(np.float32)
-        self.policy = policy_lib.build_policy(
+        self.policy = policy or policy_lib.build_policy(
             problem.vocab_size, problem.features.shape[1], d, config.policy, seed=seed
         )
         lr = self.tc.learning_rate
@@ -102,7 +104,7 @@ class Trainer:
             "graph": self.problem.graph.name,
             "num_groups": self.problem.num_groups,
             "devices": list(self.problem.device_names),
-            "policy": policy_lib.NAME,
+            "policy": getattr(self.policy, "policy_name", policy_lib.NAME),
             "encoder": self.policy.encoder_name,
             "algorithm": self.tc.get("algorithm", "reinforce"),
         }

@@ -18,7 +18,7 @@ from placer.core import atomic
 from placer.core.errors import InputError
 from placer.measure import bounds
 from placer.measure import registry as measure_registry
-from placer.rl import encoders
+from placer.rl import encoders, transfer_lib
 from placer.rl import problem as problem_lib
 from placer.rl.reinforce import Trainer, seed_everything
 
@@ -48,6 +48,7 @@ def run(
     progress: bool = True,
     log=print,
     max_seconds: float = 0.0,
+    init_from: str | None = None,
 ) -> dict:
     """Trains the RL placer and writes best_placement.json and summary.json.
 
@@ -62,6 +63,7 @@ def run(
       progress: show a progress line.
       log: where to print the summary lines.
       max_seconds: stop training after this much wall time (0 = no limit).
+      init_from: a placer-pretrain policy folder to fine-tune (the graph policy).
 
     Returns:
       The summary dict that is also written to summary.json.
@@ -75,8 +77,7 @@ def run(
     check_fresh_workdir(workdir, resume, log)
     seed_everything(seed)
     t0 = time.time()
-    cluster, graph, measurer = _load(config, graph_path)
-    log(f"{graph.name}: {graph.num_ops} ops loaded in {time.time() - t0:.1f} s")
+    cluster, graph, measurer = _load(config, graph_path, log)
     kind, tc = config.measure, config.placer.train
     warm = None
     if tc.warm_start:  # deterministic, so a resumed search gets the same groups
@@ -90,9 +91,20 @@ def run(
         f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
         f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s"
     )
-    metadata = {"cluster": cluster.name, "measure": kind}
-    trainer = Trainer(problem, measurer, config.placer, workdir, seed=seed, metadata=metadata)
-    start, imitation = trainer.restore() if resume else 0, None
+    policy = transfer_lib.policy_for_trainer(
+        problem, cluster, config.placer, seed=seed, init_from=init_from, source=graph_path or config.model.name
+    )
+    trainer = Trainer(
+        problem,
+        measurer,
+        config.placer,
+        workdir,
+        seed=seed,
+        metadata={"cluster": cluster.name, "measure": kind},
+        policy=policy,
+    )
+    start = trainer.restore() if resume else 0
+    imitation = None
     if resume and start >= steps:
         log(f"{workdir}: finished at step {start} (asked for {steps}); nothing to do, nothing changed")
         return _read_json(os.path.join(workdir, "summary.json"))
@@ -122,12 +134,13 @@ def _check_options(config) -> None:
     encoders.check(config.placer.policy.get("encoder", "bilstm"))
 
 
-def _load(config, graph_path: str | None):
+def _load(config, graph_path: str | None, log=print):
     """(cluster, costed graph, measurer) of a run."""
     cluster = local_cluster.load(config.cluster)
     loaded = pipeline.load_graph(
         cluster, config=None if graph_path else config, graph_path=graph_path, need_model=config.measure != "sim"
     )
+    log(f"{loaded.graph.name}: {loaded.graph.num_ops} ops loaded in {loaded.seconds:.1f} s")
     return (
         cluster,
         loaded.graph,

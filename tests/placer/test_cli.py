@@ -14,7 +14,17 @@ from placer.core import io as graph_io
 from placer.core.op_graph import OpGraph
 from tests.cli import ROOT
 
-BINARIES = ["extract_main", "measure_main", "train_main", "compare_main", "apply_main", "search_main", "demo"]
+BINARIES = [
+    "extract_main",
+    "measure_main",
+    "train_main",
+    "compare_main",
+    "apply_main",
+    "search_main",
+    "pretrain_main",
+    "place_main",
+    "demo",
+]
 
 
 def python(code: str, *args: str, **kw):

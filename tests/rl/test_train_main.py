@@ -129,7 +129,7 @@ def test_bad_input_exits_2_and_leaves_the_workdir(files, tmp_path):
         ("train.algorithm", "a2c"),
         ("train.entropy_schedule", "cosine"),
         ("policy.temperature_schedule", "cosine"),
-        ("policy.encoder", "gnn"),
+        ("policy.encoder", "transformer"),
     ):
         r = train(files, *ok, "--steps=3", f"--config.placer.{field}={value}")
         assert r.returncode == 2 and field in r.stderr and value in r.stderr, r.stderr

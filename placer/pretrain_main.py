@@ -1,0 +1,50 @@
+"""placer-pretrain: train one graph policy on many graphs and clusters.
+
+Example:
+  placer-pretrain --config=configs/pretrain.py:small --workdir=/tmp/policy --steps=300
+  placer-pretrain --config=configs/pretrain.py:small --workdir=/tmp/policy --steps=600 --resume
+
+Writes WORKDIR/policy.json (policy kind, sizes, feature layout, training and
+held-out lists), WORKDIR/checkpoints/ and WORKDIR/tensorboard/.
+"""
+
+from absl import flags
+from ml_collections import config_flags
+
+from placer import cli
+
+_CONFIG = config_flags.DEFINE_config_file(
+    "config", "configs/pretrain.py", "Pretraining config, e.g. configs/pretrain.py:small."
+)
+_WORKDIR = flags.DEFINE_string("workdir", None, "Policy folder.", required=True)
+_STEPS = flags.DEFINE_integer("steps", 1000, "Total policy-gradient steps (counting resumed ones).")
+_SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
+_RESUME = flags.DEFINE_bool("resume", False, "Continue the pretraining saved in --workdir.")
+_MAX_SECONDS = flags.DEFINE_float("max_seconds", 0.0, "Stop after this much wall time (0 = no limit).")
+_PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar.")
+
+
+def main(argv):
+    del argv
+    from placer.core import atomic  # noqa: PLC0415
+
+    atomic.check_output_dir(_WORKDIR.value, "workdir", reuse=True)
+    from placer.rl import pretrain_lib  # noqa: PLC0415 (imports TensorFlow)
+
+    pretrain_lib.run(
+        _CONFIG.value,
+        workdir=_WORKDIR.value,
+        steps=_STEPS.value,
+        seed=_SEED.value,
+        resume=_RESUME.value,
+        progress=_PROGRESS.value,
+        max_seconds=_MAX_SECONDS.value,
+    )
+
+
+def run():
+    cli.run_main(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,87 @@
+"""Zero-shot placement with a pretrained graph policy: the library behind `placer-place`.
+
+The policy's greedy placement and N sampled ones are measured together; the
+fastest is written out and shown beside the baselines measured by the same
+backend.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import tabulate
+
+from baselines import registry as baseline_registry
+from placer.core.cluster import Cluster
+from placer.core.errors import InputError
+from placer.core.op_graph import OpGraph
+from placer.measure import registry as measure_registry
+from placer.rl import graph_policy, transfer_lib
+
+
+def place(policy, graph: OpGraph, cluster: Cluster, placer_config, *, samples: int, seed: int, source: str):
+    """Places `graph` on `cluster` zero-shot: greedy plus the best of `samples` samples, by the simulator.
+
+    Returns:
+      dict with the best Placement ("placement"), its step time ("step_time", s),
+      the greedy one's ("greedy_step_time", s, inf when it failed), the policy's
+      wall time including measuring ("seconds"), the task and the measurer.
+
+    Raises:
+      InputError: the graph's feature layout cannot be read, or nothing ran.
+    """
+    t0 = time.time()
+    measurer = measure_registry.make_measurer("sim", graph, cluster)
+    task = transfer_lib.make_task(graph, cluster, placer_config, measurer, source)
+    leader = task.problem.leader
+    greedy = graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, 1, (seed, 0), greedy=True)
+    actions = greedy
+    if samples > 0:
+        drawn = graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, samples, (seed, 1))
+        actions = np.concatenate([greedy, drawn])
+    results = measurer.measure(task.placements(actions))
+    times = np.array([m.step_time if m.ok else np.inf for m in results])
+    k = int(np.argmin(times))
+    if not np.isfinite(times[k]):
+        raise InputError(f"{source}: every placement of the policy failed ({results[0].failure})")
+    placement = task.problem.placement(
+        actions[k], method="pretrained_gnn", step_time=float(times[k]), cluster=cluster.name, measure="sim"
+    )
+    return {
+        "placement": placement,
+        "step_time": float(times[k]),
+        "greedy_step_time": float(times[0]),
+        "seconds": time.time() - t0,
+        "task": task,
+        "measurer": measurer,
+    }
+
+
+def baseline_times(graph: OpGraph, cluster: Cluster, measurer, seed: int = 0) -> dict[str, float]:
+    """Step time (s) of every registered baseline that does not search by measuring; inf when it failed."""
+    out = {}
+    for name in baseline_registry.names():
+        if name in baseline_registry.MEASURED:
+            continue
+        try:
+            p = baseline_registry.get(name)(graph, cluster, seed=seed)
+        except InputError:
+            continue  # e.g. a GPU baseline on a cluster without a GPU
+        m = measurer.measure([p])[0]
+        out[name] = m.step_time if m.ok else float("inf")
+    return out
+
+
+def table(result: dict, baselines: dict[str, float]) -> str:
+    """The policy's placement beside the baselines: step time and the policy's speedup over each."""
+    mine = result["step_time"]
+    rows = [["pretrained (best of greedy + samples)", f"{mine * 1e3:.4g}", "1.00x"]]
+    rows.append(
+        ["pretrained (greedy)", f"{result['greedy_step_time'] * 1e3:.4g}", f"{result['greedy_step_time'] / mine:.2f}x"]
+    )
+    for name, t in sorted(baselines.items(), key=lambda x: x[1]):
+        rows.append(
+            [name, f"{t * 1e3:.4g}" if np.isfinite(t) else "failed", f"{t / mine:.2f}x" if np.isfinite(t) else "-"]
+        )
+    return tabulate.tabulate(rows, headers=["method", "step time (ms)", "its time / policy's"], tablefmt="github")
