@@ -18,7 +18,7 @@ from placer.core import atomic
 from placer.core.errors import InputError
 from placer.measure import bounds
 from placer.measure import registry as measure_registry
-from placer.rl import encoders, transfer_lib
+from placer.rl import encoders, rl_math, transfer_lib
 from placer.rl import problem as problem_lib
 from placer.rl.reinforce import Trainer, seed_everything
 
@@ -151,15 +151,29 @@ def _load(config, graph_path: str | None, log=print):
 def _warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
     """Imitates the warm-start placement, recorded as the best at step 0; returns what summary.json says of it."""
     step_time, placement = warm
-    target = np.zeros(problem.num_groups, np.int32)
-    np.maximum.at(target, problem.op_group, placement.devices)
+    target = rl_math.group_devices_from_ops(
+        placement.devices,
+        problem.op_group,
+        problem.leader,
+        np.ones(len(placement.devices)),
+        len(problem.device_names),
+        allowed=problem.allowed,
+    )
+    copy = problem.placement(target)
+    if not np.array_equal(copy.devices, placement.devices):
+        # The grouping could not keep the baseline's devices apart (a large graph grouped without
+        # its colours): the policy imitates each group's majority device, a different placement,
+        # so that one is measured and recorded instead of the baseline's time.
+        (m,) = trainer.measurer.measure([copy])
+        step_time = m.step_time if m.failure is None else None
+        log(f"warm start: the groups mix the baseline's devices; their majority placement measures {m.step_time:.4f} s")
     nll, taken, equal = trainer.warm_start(
         target[problem.leader], tc.warm_start_steps, tc.warm_start_learning_rate, step_time=step_time
     )
     method = placement.metadata.get("method")
     log(
-        f"warm start: imitated {method} ({step_time:.4f} s, recorded as the best at step 0) for {taken} steps, "
-        f"final NLL {nll:.3f}; the greedy placement {'equals' if equal else 'still differs from'} it"
+        f"warm start: imitated {method} ({step_time or float('inf'):.4f} s, recorded as the best at step 0) "
+        f"for {taken} steps, final NLL {nll:.3f}; the greedy placement {'equals' if equal else 'still differs from'} it"
         + ("" if equal else f" (step cap {tc.warm_start_steps})")
     )
     return {"method": method, "step_time": step_time, "imitation_steps": taken, "nll": nll, "greedy_equal": equal}

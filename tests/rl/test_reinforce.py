@@ -198,3 +198,27 @@ def test_flagged_measurements_never_become_the_best(tmp_path):
     best = trainer.best_placement()
     assert best is not None and best.devices[list(best.op_names).index("a0")] == 0  # ...and was not kept
     assert stats["best_step_time"] >= 3.0
+
+
+def test_warm_start_from_groups_that_mix_the_baselines_devices_records_what_it_imitates(tmp_path):
+    from placer.rl import train_lib  # noqa: PLC0415
+
+    graph, cluster = two_chains()
+    c = config()
+    c.grouping.merge_single_consumer = True
+    c.grouping.target_groups = 2
+    c.grouping.min_groups = 2
+    problem, groups = problem_lib.make_problem(graph, cluster, c)  # no colours: one group per chain
+    np.testing.assert_array_equal(groups.op_group, [0, 0, 0, 1, 1, 1])
+    # The baseline cuts chain a after a1: a0, a1 on GPU 0 (0-2 s), the transfer (2-3 s), a2 on GPU 1
+    # after b0..b2 (3-4 s): 4 s.
+    baseline = Placement.from_ops(graph, np.array([0, 0, 1, 1, 1, 1]), cluster.device_names, method="cut")
+    given = Simulator(graph, cluster).measure([baseline])[0].step_time
+    assert given == pytest.approx(4.0)
+    trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path), seed=0)
+    info = train_lib._warm_start(trainer, problem, (given, baseline), c.train, lambda *_: None)
+    # Each group imitates its majority device, a different (here better) placement, measured as such.
+    assert info["step_time"] == pytest.approx(3.0)
+    best = trainer.best_placement()
+    np.testing.assert_array_equal(best.devices, [0, 0, 0, 1, 1, 1])
+    assert best.metadata["step_time"] == pytest.approx(3.0)
