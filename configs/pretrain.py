@@ -35,7 +35,7 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
             "configs/inception_v3.py:batch=32",
         ]
         p.graphs = ",".join(models + gen)
-        # The held-out set: NMT 8 layers, RNNLM 4 layers, Inception-V3 at another batch size,
+        # The held-out set: NMT 8 layers, RNNLM 4 layers, Inception-V3 at another batch size,
         # and the fanin family (never trained on).
         p.held_out = ",".join(
             [

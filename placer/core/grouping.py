@@ -52,10 +52,8 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from placer.core.grouping_merge import Merger
+from placer.core.grouping_merge import Merger, merge_gradients, single_consumers
 from placer.core.op_graph import OpGraph, topological_order
-from placer.core.op_names import GRADIENT_SCOPE as _GRADIENT_SCOPE
-from placer.core.op_names import forward_op_for
 
 # Our choice: a colocated op whose merge would close a cycle also takes the
 # groups on the paths between (e.g. a batch-norm moving average's few update
@@ -294,14 +292,14 @@ def group(
                     m.tie(anchors[0], o)
                 anchors.append(o)
     if colocate_gradients:
-        _merge_gradients(graph, m, cycle_closure_ops)
+        merge_gradients(graph, m, cycle_closure_ops)
     if merge_single_consumer:
         m.floor = int(min_groups)
         cap = m.cap
         if min_groups > 0:
             piece = max(1, graph.num_ops // int(min_groups))
             m.cap = min(cap, piece) if cap else piece
-        consumers = _single_consumers(graph)
+        consumers = single_consumers(graph)
         for u in range(graph.num_ops):
             if consumers[u] >= 0:
                 m.try_merge(u, int(consumers[u]))
@@ -394,38 +392,3 @@ def _group_colors(grouping: Grouping, op_colors: np.ndarray) -> np.ndarray:
     colors = np.full(grouping.num_groups, -1, dtype=np.int64)
     np.maximum.at(colors, grouping.op_group, np.asarray(op_colors, dtype=np.int64))
     return colors
-
-
-def _merge_gradients(graph: OpGraph, m: Merger, closure_ops: int) -> None:
-    """Step 2: gradient ops join their forward op, update ops their variable (or are tied to it)."""
-    index = graph.index()
-    by_forward: dict[int, int] = {}
-    for i, name in enumerate(graph.names.tolist()):
-        f = forward_op_for(name, index)
-        if f is None:
-            continue
-        update = not _GRADIENT_SCOPE.match(name)
-        # Ops of one forward op first join each other, then the forward op.
-        if f not in by_forward:
-            by_forward[f] = i
-        elif not m.try_merge(by_forward[f], i) and update:
-            m.tie(f, i)
-    for f, i in by_forward.items():
-        if not _GRADIENT_SCOPE.match(str(graph.names[i])):
-            if not m.merge_closure(f, i, closure_ops):
-                m.tie(f, i)
-        else:
-            m.try_merge(f, i)
-
-
-def _single_consumers(graph: OpGraph) -> np.ndarray:
-    """Returns [n] the only consumer op of each op, or -1 (none or several)."""
-    n = graph.num_ops
-    pairs = np.unique(np.stack([graph.edge_src, graph.edge_dst], axis=1).astype(np.int64), axis=0)
-    out = np.full(n, -1, dtype=np.int64)
-    if not len(pairs):
-        return out
-    count = np.bincount(pairs[:, 0], minlength=n)
-    single = count[pairs[:, 0]] == 1
-    out[pairs[single, 0]] = pairs[single, 1]
-    return out

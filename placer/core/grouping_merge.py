@@ -23,7 +23,9 @@ import heapq
 
 import numpy as np
 
-from placer.core.op_graph import topological_order
+from placer.core.op_graph import OpGraph, topological_order
+from placer.core.op_names import GRADIENT_SCOPE as _GRADIENT_SCOPE
+from placer.core.op_names import forward_op_for
 
 # Groups the path search of `merge_closure` may visit per unit of `max_extra`.
 _CLOSURE_SEARCH = 4
@@ -342,3 +344,38 @@ class Merger:
         self.tcount[self.tie_find(big)] -= 1
         pos[big] = new_pos
         return big
+
+
+def merge_gradients(graph: OpGraph, m: Merger, closure_ops: int) -> None:
+    """Grouping step 2: gradient ops join their forward op, update ops their variable (or are tied to it)."""
+    index = graph.index()
+    by_forward: dict[int, int] = {}
+    for i, name in enumerate(graph.names.tolist()):
+        f = forward_op_for(name, index)
+        if f is None:
+            continue
+        update = not _GRADIENT_SCOPE.match(name)
+        # Ops of one forward op first join each other, then the forward op.
+        if f not in by_forward:
+            by_forward[f] = i
+        elif not m.try_merge(by_forward[f], i) and update:
+            m.tie(f, i)
+    for f, i in by_forward.items():
+        if not _GRADIENT_SCOPE.match(str(graph.names[i])):
+            if not m.merge_closure(f, i, closure_ops):
+                m.tie(f, i)
+        else:
+            m.try_merge(f, i)
+
+
+def single_consumers(graph: OpGraph) -> np.ndarray:
+    """Returns [n] the only consumer op of each op, or -1 (none or several)."""
+    n = graph.num_ops
+    pairs = np.unique(np.stack([graph.edge_src, graph.edge_dst], axis=1).astype(np.int64), axis=0)
+    out = np.full(n, -1, dtype=np.int64)
+    if not len(pairs):
+        return out
+    count = np.bincount(pairs[:, 0], minlength=n)
+    single = count[pairs[:, 0]] == 1
+    out[pairs[single, 0]] = pairs[single, 1]
+    return out

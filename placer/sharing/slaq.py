@@ -53,7 +53,8 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from placer.sharing import slaq_curves
-from placer.sharing.slaq_curves import CurveFit, RuntimeModel
+from placer.sharing.runtime_model import RuntimeModel, fit_runtime
+from placer.sharing.slaq_curves import CurveFit
 
 _RUNTIME_WINDOW = 50  # most recent (slots, seconds) observations behind the runtime model (our choice)
 DEFAULT_EPOCH_S = 5.0  # seconds between reallocations, everywhere (SLAQ reallocates every few seconds)
@@ -180,7 +181,7 @@ class JobState:
     def runtime(self) -> RuntimeModel:
         """Seconds per iteration as a function of slots, fitted to recent observations."""
         if self._runtime is None:
-            self._runtime = slaq_curves.fit_runtime(self._slots[-_RUNTIME_WINDOW:], self._seconds[-_RUNTIME_WINDOW:])
+            self._runtime = fit_runtime(self._slots[-_RUNTIME_WINDOW:], self._seconds[-_RUNTIME_WINDOW:])
         return self._runtime
 
     def model_row(self) -> tuple:

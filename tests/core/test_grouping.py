@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from placer.core.grouping import Grouping, coarsen, forward_op_for, group
+from placer.core.grouping import Grouping, coarsen, group
 from placer.core.op_graph import OpGraph
+from placer.core.op_names import forward_op_for
 
 
 def groups_by_name(graph, grouping):

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from placer.sharing import runtime_model
 from placer.sharing import slaq_curves as sc
 from placer.sharing.slaq_trace import synthetic_curve
 
@@ -87,8 +88,8 @@ def test_predictions_never_rise_and_stay_below_last_observation():
 
 
 def test_runtime_model_fit_and_single_point_assumption():
-    m = sc.fit_runtime([1, 2, 4, 4], [5.0, 3.0, 2.0, 2.0])  # t = 4 / s + 1
+    m = runtime_model.fit_runtime([1, 2, 4, 4], [5.0, 3.0, 2.0, 2.0])  # t = 4 / s + 1
     assert (m.a, m.b) == pytest.approx((4.0, 1.0))
-    one = sc.fit_runtime([2, 2], [3.0, 3.0])  # linear scaling from 6 slot-seconds
+    one = runtime_model.fit_runtime([2, 2], [3.0, 3.0])  # linear scaling from 6 slot-seconds
     np.testing.assert_allclose(one.seconds([1, 2, 3]), [6.0, 3.0, 2.0])
-    assert sc.fit_runtime([], []) == sc.DEFAULT_RUNTIME
+    assert runtime_model.fit_runtime([], []) == runtime_model.DEFAULT_RUNTIME

@@ -5,8 +5,8 @@ import pytest
 
 from placer.core.errors import InputError
 from placer.sharing.allocators import FairAllocator
+from placer.sharing.runtime_model import fit_runtime
 from placer.sharing.slaq import SlaqAllocator
-from placer.sharing.slaq_curves import fit_runtime
 from placer.sharing.slaq_trace import (
     TraceJob,
     load_trace,
