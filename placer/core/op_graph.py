@@ -326,7 +326,7 @@ def per_op_edges(values: Sequence[bool] | None, m: int, source: str) -> list[boo
 
 
 def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
-    """Kahn's algorithm, ties broken by the smallest index first.
+    """A topological order, ties broken by the smallest index first (networkx's lexicographical sort).
 
     Args:
       n: number of nodes.
@@ -336,22 +336,10 @@ def topological_order(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | 
     Returns:
       [n] node indices in topological order, or None if there is a cycle.
     """
-    import heapq
-
-    indeg = np.bincount(dst, minlength=n).astype(np.int64)
-    order_e = np.argsort(src, kind="stable")
-    starts = np.searchsorted(src[order_e], np.arange(n + 1))
-    succ = dst[order_e]
-    heap = [i for i in range(n) if indeg[i] == 0]
-    heapq.heapify(heap)
-    out = []
-    while heap:
-        v = heapq.heappop(heap)
-        out.append(v)
-        for w in succ[starts[v] : starts[v + 1]]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                heapq.heappush(heap, int(w))
-    if len(out) != n:
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist(), strict=True))
+    try:
+        return np.fromiter(nx.lexicographical_topological_sort(g), dtype=np.int64, count=n)
+    except nx.NetworkXUnfeasible:
         return None
-    return np.asarray(out, dtype=np.int64)

@@ -20,6 +20,7 @@ device d (NaN costs excluded), and t*(v) = min_d t(v, d). Then
 
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
 
 from placer.core.cluster import Cluster
@@ -50,22 +51,17 @@ def critical_path(graph: OpGraph, op_time: np.ndarray) -> float:
       graph: the op graph (topologically ordered: edges go to higher indices).
       op_time: [n_ops] seconds per op.
     """
-    n = graph.num_ops
-    if n == 0:
+    if graph.num_ops == 0:
         return 0.0
-    order = np.argsort(graph.edge_dst, kind="stable")
-    src = graph.edge_src[order].tolist()
-    dst = graph.edge_dst[order].tolist()
-    t = np.asarray(op_time, dtype=np.float64).tolist()
-    fin = [0.0] * n
-    k, m = 0, len(dst)
-    for v in range(n):  # ops are in topological order
-        ready = 0.0
-        while k < m and dst[k] == v:
-            ready = max(ready, fin[src[k]])
-            k += 1
-        fin[v] = ready + t[v]
-    return float(max(fin))
+    t = np.asarray(op_time, dtype=np.float64)
+    # Node weights as edge weights: every edge into v weighs t[v], and a source feeds every op.
+    g = nx.DiGraph()
+    source = -1
+    g.add_weighted_edges_from((source, v, t[v]) for v in range(graph.num_ops))
+    g.add_weighted_edges_from(
+        (u, v, t[v]) for u, v in zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), strict=True)
+    )
+    return float(nx.dag_longest_path_length(g, weight="weight"))
 
 
 def lower_bound(graph: OpGraph, cluster: Cluster) -> float:
