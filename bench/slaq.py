@@ -35,7 +35,8 @@ from placer.sharing import slaq_curves
 from placer.sharing.allocators import FairAllocator, make_allocator
 from placer.sharing.replay import horizon
 from placer.sharing.slaq import DEFAULT_EPOCH_S, JobState, SlaqAllocator
-from placer.sharing.slaq_trace import SERIAL_FRACTION, TraceJob, load_trace, simulate_sharing, synthetic_workload
+from placer.sharing.slaq_trace import TraceJob, load_trace, simulate_sharing
+from placer.sharing.synthetic import SERIAL_FRACTION, synthetic_workload
 
 AHEAD = 10  # iterations ahead predicted
 DATA = os.path.join(report.ROOT, "bench", "data")

@@ -8,8 +8,6 @@ policy, the optimizer and the baseline survive a restart.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import time
@@ -20,11 +18,12 @@ import tf_keras as keras
 import tqdm
 
 from placer.core import atomic
-from placer.core.errors import InputError, one_line
+from placer.core.errors import InputError
 from placer.core.placement import Placement
 from placer.rl import policy as policy_lib
 from placer.rl import rl_math
 from placer.rl.problem import Problem
+from placer.rl.run_files import curve_csv, read_history
 
 MASKED = -1e9  # logit bias of a device a group cannot run on
 
@@ -135,7 +134,7 @@ class Trainer:
             self.checkpoint.restore(latest).assert_existing_objects_matched()
         except (tf.errors.OpError, AssertionError, ValueError) as e:
             raise InputError(f"{latest}: cannot restore checkpoint ({str(e).splitlines()[0]})") from None
-        self.history = _read_history(os.path.join(self.workdir, "history.json"))
+        self.history = read_history(os.path.join(self.workdir, "history.json"))
         return int(self.step.numpy())
 
     def save(self) -> None:
@@ -385,32 +384,3 @@ class Trainer:
         if self.writer is not None:
             self.writer.flush()
         return stats
-
-
-CURVE_COLUMNS = ("step", "samples", "wall_seconds", "mean_step_time", "best_step_time", "entropy")
-
-
-def curve_csv(history: list[dict]) -> str:
-    """The learning curve as CSV text: step, placements measured, wall seconds, mean and best step time (s), entropy (nats)."""
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(CURVE_COLUMNS)
-    for h in history:
-        w.writerow([h.get(k, "") for k in CURVE_COLUMNS])
-    return out.getvalue()
-
-
-def _read_history(path: str) -> list[dict]:
-    """The per-step statistics saved beside a checkpoint (written before it, so always there).
-
-    Raises:
-      InputError: the file is missing, unreadable, or not a JSON list of objects.
-    """
-    try:
-        with open(path) as f:
-            history = json.load(f)
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: cannot resume, corrupt or missing history ({one_line(e)})") from None
-    if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
-        raise InputError(f"{path}: cannot resume, history is not a JSON list of objects")
-    return history

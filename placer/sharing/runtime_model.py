@@ -8,6 +8,7 @@ serial part) is the form used here where no measured profile exists.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import optimize
@@ -57,3 +58,36 @@ def fit_runtime(slots, seconds) -> RuntimeModel:
     if coef[0] <= 0 and coef[1] <= 0:
         return RuntimeModel(float(np.mean(t * s)), 0.0)
     return RuntimeModel(float(coef[0]), float(coef[1]))
+
+
+def stack_profiles(profiles: Sequence[np.ndarray | None]) -> np.ndarray | None:
+    """[J, P] measured seconds per iteration on 1..P slots, one row per job.
+
+    Each row is padded with its last value; a job without a profile (None)
+    gets a NaN row. Returns None when no job has a profile.
+    """
+    if all(p is None for p in profiles):
+        return None
+    width = max(p.size for p in profiles if p is not None)
+    out = np.full((len(profiles), width), np.nan)
+    for i, p in enumerate(profiles):
+        if p is not None:
+            out[i, : p.size] = p
+            out[i, p.size :] = p[-1]
+    return out
+
+
+def iteration_seconds(m: dict[str, np.ndarray], s: np.ndarray) -> np.ndarray:
+    """[J, C] seconds per iteration on s slots: the measured profile where there is one, else a / s + b.
+
+    Args:
+      m: per-job columns "rt_a", "rt_b" ([J, 1]) and optionally "profile" ([J, P], from `stack_profiles`).
+      s: [J, C] slot counts.
+    """
+    model = m["rt_a"] / np.maximum(s, 1.0) + m["rt_b"]
+    if "profile" not in m:
+        return model
+    prof = m["profile"]
+    idx = np.clip(s, 1, prof.shape[1]).astype(np.int64) - 1
+    measured = np.take_along_axis(prof, idx, axis=1)
+    return np.where(np.isfinite(measured), measured, model)

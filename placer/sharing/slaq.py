@@ -53,7 +53,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from placer.sharing import slaq_curves
-from placer.sharing.runtime_model import RuntimeModel, fit_runtime
+from placer.sharing.runtime_model import RuntimeModel, fit_runtime, iteration_seconds, stack_profiles
 from placer.sharing.slaq_curves import CurveFit
 
 _RUNTIME_WINDOW = 50  # most recent (slots, seconds) observations behind the runtime model (our choice)
@@ -277,38 +277,13 @@ def _normaliser(m: dict[str, np.ndarray], normalise: str) -> np.ndarray:
     return np.where(np.isnan(span), m["max_change"], span)
 
 
-def _profiles(jobs: Sequence[JobState]) -> np.ndarray | None:
-    """[J, P] measured seconds per iteration on 1..P slots, each row padded with its last value; NaN rows
-    for jobs without a profile; None when no job has one."""
-    if all(j.profile is None for j in jobs):
-        return None
-    width = max(j.profile.size for j in jobs if j.profile is not None)
-    out = np.full((len(jobs), width), np.nan)
-    for i, j in enumerate(jobs):
-        if j.profile is not None:
-            out[i, : j.profile.size] = j.profile
-            out[i, j.profile.size :] = j.profile[-1]
-    return out
-
-
-def _iteration_seconds(m: dict[str, np.ndarray], s: np.ndarray) -> np.ndarray:
-    """[J, C] seconds per iteration on s slots: the measured profile where there is one, else a / s + b."""
-    model = m["rt_a"] / np.maximum(s, 1.0) + m["rt_b"]
-    if "profile" not in m:
-        return model
-    prof = m["profile"]
-    idx = np.clip(s, 1, prof.shape[1]).astype(np.int64) - 1
-    measured = np.take_along_axis(prof, idx, axis=1)
-    return np.where(np.isfinite(measured), measured, model)
-
-
 def _slot_keys(
     m: dict[str, np.ndarray], slots: np.ndarray, epoch_s: float, objective: str, normalise: str = "max_change"
 ) -> np.ndarray:
     """[J, C] key of the slot after s - 1 slots, for s in `slots` ([J, C] or [C], >= 1)."""
     s = np.broadcast_to(slots, (m["code"].shape[0], np.shape(slots)[-1])).astype(float)
     s_all = np.concatenate([s[:, :1] - 1.0, s], axis=1)  # s - 1 for the first column
-    iters = epoch_s / _iteration_seconds(m, s_all)
+    iters = epoch_s / iteration_seconds(m, s_all)
     iters[:, 0] = np.where(s_all[:, 0] < 1, 0.0, iters[:, 0])
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = _predicted_loss(m, m["last_iter"] + iters)
@@ -369,7 +344,7 @@ class SlaqAllocator:
         if n == 0:
             return {}
         m = _unpack(np.array([j.model_row() for j in jobs], dtype=float))
-        profiles = _profiles(jobs)
+        profiles = stack_profiles([j.profile for j in jobs])
         if profiles is not None:
             m["profile"] = profiles
         if num_slots < n:

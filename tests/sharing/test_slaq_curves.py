@@ -5,7 +5,7 @@ import pytest
 
 from placer.sharing import runtime_model
 from placer.sharing import slaq_curves as sc
-from placer.sharing.slaq_trace import synthetic_curve
+from placer.sharing.synthetic import synthetic_curve
 
 
 def test_normalized_loss_reduction_by_hand():

@@ -12,9 +12,8 @@ from placer.sharing.slaq_trace import (
     load_trace,
     save_trace,
     simulate_sharing,
-    synthetic_curve,
-    synthetic_workload,
 )
+from placer.sharing.synthetic import synthetic_curve, synthetic_workload
 
 HEADER = "job,arrival_s,iteration,loss,seconds_1,seconds_2\n"
 
