@@ -17,7 +17,22 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # In this order: cheap TF-free ones first, the RL search and the table (which reuses its cache) last.
-SCRIPTS = ("extract", "simulator", "fidelity", "memory", "baselines", "search_trace", "slaq", "apply", "rl", "table1")
+SCRIPTS = (
+    "architecture",
+    "extract",
+    "simulator",
+    "fidelity",
+    "memory",
+    "baselines",
+    "probe",
+    "large_graph",
+    "search_trace",
+    "slaq",
+    "apply",
+    "rl",
+    "transfer",
+    "table1",
+)
 
 
 def run_script(name: str, timeout: float | None) -> tuple[str, float]:
