@@ -62,7 +62,7 @@ def main() -> None:
     args = parser.parse_args()
     cl = bench_cluster()
     sizes = [int(s) for s in args.sizes.split(",")]
-    methods = [m for m in registry.names() if m != "expert"]
+    methods = [m for m in registry.names() if m != "expert" and m not in registry.MEASURED]  # searches: bench/rl.py
     rows = {m: [] for m in methods}
     for n in sizes:
         g = layered_graph(n)

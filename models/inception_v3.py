@@ -32,6 +32,8 @@ def build(config) -> ModelGraph:
     seed = int(config.get("seed", 1))
     graph = tf.Graph()
     with graph.as_default():
+        # A graph-level seed: with TF op determinism on (a seeded search), unseeded random ops are refused.
+        tf.compat.v1.set_random_seed(seed)
         with tf.compat.v1.name_scope("input"):
             images = tf.random.stateless_uniform(
                 [batch, size, size, 3], seed=[seed, 0], minval=-1.0, maxval=1.0, name="images"

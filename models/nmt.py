@@ -89,6 +89,8 @@ def build(config) -> ModelGraph:
     seed = int(config.get("seed", 1))
     graph = tf.Graph()
     with graph.as_default():
+        # A graph-level seed: with TF op determinism on (a seeded search), unseeded random ops are refused.
+        tf.compat.v1.set_random_seed(seed)
         with tf.compat.v1.name_scope("input"):
             src = token_ids("source_ids", [batch, src_len], src_vocab, seed)
             tgt = token_ids("target_ids", [batch, tgt_len + 1], tgt_vocab, seed + 1)

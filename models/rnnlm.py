@@ -36,6 +36,8 @@ def build(config) -> ModelGraph:
     batch, steps = int(config.batch_size), int(config.num_steps)
     graph = tf.Graph()
     with graph.as_default():
+        # A graph-level seed: with TF op determinism on (a seeded search), unseeded random ops are refused.
+        tf.compat.v1.set_random_seed(int(config.get("seed", 1)))
         with tf.compat.v1.name_scope("input"):
             ids = token_ids("ids", [batch, steps + 1], vocab, int(config.get("seed", 1)))
             inputs, targets = ids[:, :steps], ids[:, 1:]

@@ -11,6 +11,7 @@ import tensorflow as tf
 import models
 from configs import inception_v3, nmt, rnnlm
 from placer.core.errors import InputError
+from tests.cli import ROOT
 
 
 def _ops(m, prefix):
@@ -144,3 +145,18 @@ def test_inception_batch_norm_trains(tiny):
     logits = m.graph.get_tensor_by_name("predictions/BiasAdd:0")
     assert logits.shape.as_list() == [2, 10]
     assert np.prod(m.graph.get_tensor_by_name("input/images:0").shape.as_list()) == 2 * 75 * 75 * 3
+
+
+def test_models_build_after_a_seeded_search_turned_op_determinism_on():
+    # placer-train seeds TF and turns op determinism on for the whole process; a model built after
+    # that (the next row of a benchmark) must still build: its graph carries its own seed.
+    code = (
+        "import tensorflow as tf\n"
+        "tf.config.experimental.enable_op_determinism()\n"
+        "import models\n"
+        "from placer.core import configs_util\n"
+        "for spec in ('configs/rnnlm.py:tiny', 'configs/inception_v3.py:tiny'):\n"
+        "    models.build(configs_util.load_config(spec).model)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
