@@ -37,4 +37,16 @@ def build(config):
     name = config.get("name")
     if name not in BUILDERS:
         raise InputError(f"config field model.name: unknown model {name!r} (valid: {', '.join(MODEL_NAMES)})")
-    return importlib.import_module(BUILDERS[name]).build(config)
+    builder = importlib.import_module(BUILDERS[name]).build
+    # TF emits some ops differently while op determinism is on (a seeded search turns it on for the
+    # process: NMT gains 136 ops), so every model is built with it off: one config, one graph, in
+    # every process and in the costed-graph cache.
+    from tensorflow.python.framework import config as tf_config  # noqa: PLC0415 (TF only on build)
+
+    if not tf_config.is_op_determinism_enabled():
+        return builder(config)
+    tf_config.disable_op_determinism()
+    try:
+        return builder(config)
+    finally:
+        tf_config.enable_op_determinism()
