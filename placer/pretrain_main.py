@@ -20,7 +20,12 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Policy folder.", required=True)
 _STEPS = flags.DEFINE_integer("steps", 1000, "Total policy-gradient steps (counting resumed ones).")
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
 _RESUME = flags.DEFINE_bool("resume", False, "Continue the pretraining saved in --workdir.")
-_MAX_SECONDS = flags.DEFINE_float("max_seconds", 0.0, "Stop after this much wall time (0 = no limit).")
+_MAX_MINUTES = flags.DEFINE_float(
+    "max_minutes",
+    0.0,
+    "Stop after this many minutes of wall time (0 = no limit), as placer-train does.",
+    lower_bound=0.0,
+)
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar.")
 
 
@@ -38,7 +43,7 @@ def main(argv):
         seed=_SEED.value,
         resume=_RESUME.value,
         progress=_PROGRESS.value,
-        max_seconds=_MAX_SECONDS.value,
+        max_seconds=60.0 * _MAX_MINUTES.value,
     )
 
 

@@ -235,24 +235,9 @@ class Trainer:
 
     def _schedules(self, step: int) -> tuple[float, float]:
         """(logits noise std, entropy weight) at `step`; sets the policy's temperature."""
-        pc, tc = self.pc, self.tc
-        temp = rl_math.scheduled(
-            pc.get("temperature_schedule", "constant"),
-            pc.temperature,
-            pc.get("temperature_end", pc.temperature),
-            pc.get("temperature_decay_steps", 0),
-            step,
-        )
-        self.policy.set_temperature(temp)
-        noise = float(pc.logits_noise_std) if step < int(pc.logits_noise_steps) else 0.0
-        ent = rl_math.scheduled(
-            tc.get("entropy_schedule", "constant"),
-            tc.entropy_weight,
-            tc.get("entropy_end", tc.entropy_weight),
-            tc.get("entropy_decay_steps", 0),
-            step,
-        )
-        return noise, ent
+        self.policy.set_temperature(_scheduled(self.pc, "temperature", self.pc.temperature, step))
+        noise = float(self.pc.logits_noise_std) if step < int(self.pc.logits_noise_steps) else 0.0
+        return noise, _scheduled(self.tc, "entropy", self.tc.entropy_weight, step)
 
     def _learn(self, actions: np.ndarray, r: np.ndarray, mask: np.ndarray, ref: float, ent: float) -> float:
         """Updates the policy on one batch (several epochs when PPO); returns the mean entropy (nats)."""
@@ -384,3 +369,14 @@ class Trainer:
         if self.writer is not None:
             self.writer.flush()
         return stats
+
+
+def _scheduled(section, prefix: str, start: float, step: int) -> float:
+    """A config value on its schedule: `{prefix}_schedule` from `start` to `{prefix}_end` over `{prefix}_decay_steps`."""
+    return rl_math.scheduled(
+        section.get(f"{prefix}_schedule", "constant"),
+        start,
+        section.get(f"{prefix}_end", start),
+        section.get(f"{prefix}_decay_steps", 0),
+        step,
+    )
