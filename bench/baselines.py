@@ -18,11 +18,15 @@ from placer.core.cluster import Device
 from placer.core.op_graph import OpGraph
 
 
-def layered_graph(n: int, width: int = 100, fan_in: int = 2, seed: int = 0) -> OpGraph:
+def layered_graph(n: int, width: int = 100, fan_in: int = 2, seed: int = 0, local_colocation: bool = False) -> OpGraph:
     """A random layered DAG: `width` ops per layer, each fed by `fan_in` ops of the layer before.
 
     GPU costs uniform in [10 us, 1 ms], CPU 5-20x slower, 2% of ops CPU-only,
     5% in 50 colocation sets, outputs and variables up to 1 MB, edges 1 kB-1 MB.
+    With `local_colocation`, the colocated 5% form pairs of neighbours in one
+    layer instead (as TF colocates a variable with its read op), rather than
+    50 sets spread over the whole graph, each of which ties ops of every
+    layer to one device.
     """
     rng = np.random.default_rng(seed)
     names = [f"op{i}" for i in range(n)]
@@ -35,6 +39,10 @@ def layered_graph(n: int, width: int = 100, fan_in: int = 2, seed: int = 0) -> O
     cpu = gpu * rng.uniform(5, 20, n)
     gpu[rng.random(n) < 0.02] = np.nan
     coloc = [f"set{rng.integers(50)}" if rng.random() < 0.05 else "" for _ in range(n)]
+    if local_colocation:
+        coloc = [""] * n
+        for k, i in enumerate(np.random.default_rng(seed + 1).choice(n // 2, size=n // 40, replace=False)):
+            coloc[2 * i] = coloc[2 * i + 1] = f"pair{k}"
     return OpGraph.create(
         f"layered{n}",
         names,

@@ -242,7 +242,8 @@ def group(
     cycle_closure_ops: int = CYCLE_CLOSURE_OPS,
     op_colors: np.ndarray | None = None,
     min_groups: int = 0,
-) -> Grouping:
+    give_up_above: int = 0,
+) -> Grouping | None:
     """Groups the ops of `graph` with the paper's co-location heuristics (see the module doc).
 
     Args:
@@ -266,11 +267,15 @@ def group(
         step 3 builds groups of at most n_ops // min_groups ops, so that a
         chain is cut into even pieces instead of one group and leftovers;
         0 = no floor. Steps 1 and 2 (colocation, gradients) ignore it.
+      give_up_above: with op_colors, return None instead of coarsening when
+        coarsening surely leaves more than this many groups (it merges only
+        adjacent groups of one colour, so it cannot go below the connected
+        components of the same-colour group graph); 0 = never give up.
 
     Returns:
       The grouping: acyclic, every colocation set within one tie class;
       deterministic for a given graph; at least min(min_groups, groups after
-      step 2) groups.
+      step 2) groups. None when it gives up (see give_up_above).
     """
     m = Merger(
         graph.num_ops,
@@ -306,6 +311,8 @@ def group(
         m.merge_single_successor_groups()
         m.cap = cap
     grouping = Grouping.from_labels(graph, m.labels(), m.tie_labels())
+    if give_up_above and op_colors is not None and _colour_components(grouping, op_colors) > give_up_above:
+        return None
     if target_groups and grouping.num_groups > max(target_groups, min_groups):
         grouping = coarsen(
             graph,
@@ -378,6 +385,7 @@ def coarsen(
         weights=grouping.sizes(),
         max_weight=max_group_ops,
         colors=None if op_colors is None else _group_colors(grouping, op_colors),
+        order=np.arange(grouping.num_groups),  # groups are numbered in topological order
     )
     for g, leader in enumerate(grouping.tie.tolist()):
         m.tie(g, leader)
@@ -385,6 +393,16 @@ def coarsen(
     m.coarsen(target_groups, balance_cap=balance_cap)
     op_group = grouping.op_group.astype(np.int64)
     return Grouping.from_labels(graph, m.labels()[op_group], m.tie_labels()[op_group])
+
+
+def _colour_components(grouping: Grouping, op_colors: np.ndarray) -> int:
+    """The fewest groups that merging adjacent groups of one colour (or none) can leave."""
+    colors = _group_colors(grouping, op_colors)
+    s, d = np.asarray(grouping.edge_src), np.asarray(grouping.edge_dst)
+    same = (colors[s] == colors[d]) | (colors[s] < 0) | (colors[d] < 0)
+    g = grouping.num_groups
+    adj = coo_matrix((np.ones(int(same.sum())), (s[same], d[same])), shape=(g, g))
+    return int(connected_components(adj, directed=False)[0])
 
 
 def _group_colors(grouping: Grouping, op_colors: np.ndarray) -> np.ndarray:

@@ -57,6 +57,8 @@ class Merger:
       max_weight: cap on the total weight of a group; 0 = none.
       colors: [n] a colour per node (-1 = none); groups of two different
         colours never merge (used to keep a given placement expressible).
+      order: [n] a topological order of the nodes, when the caller has one;
+        default computed.
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class Merger:
         weights: np.ndarray | None = None,
         max_weight: int = 0,
         colors: np.ndarray | None = None,
+        order: np.ndarray | None = None,
     ):
         n = int(num_nodes)
         self.color = [-1] * n if colors is None else [int(c) for c in colors]
@@ -90,7 +93,8 @@ class Merger:
             if a != c:
                 self.succ[a][c] = self.succ[a].get(c, 0) + w
                 self.pred[c][a] = self.pred[c].get(a, 0) + w
-        order = topological_order(n, src[src != dst], dst[src != dst])
+        if order is None:
+            order = topological_order(n, src[src != dst], dst[src != dst])
         if order is None:
             raise ValueError("the node graph has a cycle")
         self.pos = [0] * n
@@ -157,7 +161,7 @@ class Merger:
           True if a and b now share a group.
         """
         ga, gb = self.find(a), self.find(b)
-        if ga == gb or self.try_merge(ga, gb):
+        if ga == gb:
             return True
         pos, succ, pred = self.pos, self.succ, self.pred
         if pos[ga] > pos[gb]:
@@ -165,9 +169,13 @@ class Merger:
         lo, hi = pos[ga], pos[gb]
         budget = _CLOSURE_SEARCH * (max_extra + 1)
         fwd = _reach(ga, succ, lambda y: pos[y] < hi, budget)
-        back = _reach(gb, pred, lambda y: pos[y] > lo, budget)
-        if fwd is None or back is None:
+        if fwd is None:
             return False  # a long way round: not worth searching further
+        if not any(gb in succ[x] for x in fwd):
+            return self.try_merge(ga, gb)  # no path through a third group
+        back = _reach(gb, pred, lambda y: pos[y] > lo, budget)
+        if back is None:
+            return False
         between = sorted(fwd & back, key=pos.__getitem__)
         extra = sum(self.size[x] for x in between)
         if extra > max_extra or (self.cap and extra + self.size[ga] + self.size[gb] > self.cap):

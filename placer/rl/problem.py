@@ -105,12 +105,9 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
     options["min_groups"] = (
         grouping.group_floor(options["target_groups"], cluster.num_devices) if min_groups < 0 else min_groups
     )
-    groups = grouping.group(graph, **options, op_colors=op_colors)
-    if (
-        op_colors is not None
-        and options["target_groups"]
-        and groups.num_groups > COLOUR_SLACK * options["target_groups"]
-    ):
+    limit = COLOUR_SLACK * options["target_groups"]
+    groups = grouping.group(graph, **options, op_colors=op_colors, give_up_above=limit)
+    if groups is None or (op_colors is not None and limit and groups.num_groups > limit):
         # The warm start's colours kept groups apart far past the target (thousands of groups on a
         # large graph, each a step of the policy): group as placer-extract does; the warm start then
         # imitates each group's device.
