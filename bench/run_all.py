@@ -26,6 +26,7 @@ SCRIPTS = (
     "baselines",
     "probe",
     "large_graph",
+    "kill",
     "search_trace",
     "slaq",
     "apply",

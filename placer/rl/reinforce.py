@@ -134,8 +134,12 @@ class Trainer:
             self.checkpoint.restore(latest).assert_existing_objects_matched()
         except (tf.errors.OpError, AssertionError, ValueError) as e:
             raise InputError(f"{latest}: cannot restore checkpoint ({str(e).splitlines()[0]})") from None
-        self.history = read_history(os.path.join(self.workdir, "history.json"))
-        return int(self.step.numpy())
+        step = int(self.step.numpy())
+        # history.json is written before the checkpoint: a kill in between leaves steps the checkpoint
+        # does not hold, which are run again, so they leave the history (and curve.csv) here.
+        history = read_history(os.path.join(self.workdir, "history.json"))
+        self.history = [h for h in history if int(h.get("step", 0)) <= step]
+        return step
 
     def save(self) -> None:
         """Writes the checkpoint, the run file, the history and the best placement (each atomically)."""

@@ -23,18 +23,22 @@ from placer.rl import problem as problem_lib
 from placer.rl.reinforce import Trainer, seed_everything
 
 
-def check_fresh_workdir(workdir: str, resume: bool, log=print) -> None:
-    """Refuses to start over a workdir that holds a search, unless resuming.
+def check_fresh_workdir(workdir: str, resume: bool, log=print) -> bool:
+    """Refuses to start over a workdir that holds a search, unless resuming; returns whether to resume.
 
-    A workdir with run.json but no checkpoint (a search stopped before its
-    first checkpoint) holds nothing to continue: it is started over, and said so.
+    A workdir without a checkpoint (a search killed or stopped before its
+    first checkpoint) holds nothing to continue: it is started over, and said
+    so, with or without `resume`.
     """
     has_run = os.path.exists(os.path.join(workdir, "run.json"))
     has_checkpoint = os.path.exists(os.path.join(workdir, "checkpoints", "checkpoint"))
-    if has_run and not has_checkpoint and not resume:
-        log(f"{workdir}: holds run.json but no checkpoint; starting over")
-    elif has_run and not resume:
+    if not has_checkpoint:
+        if has_run or resume:
+            log(f"{workdir}: no checkpoint to continue from; starting over")
+        return False
+    if has_run and not resume:
         raise InputError(f"{workdir}: holds an earlier search; pass --resume to continue it or pick another --workdir")
+    return resume
 
 
 def run(
@@ -74,7 +78,7 @@ def run(
     if steps <= 0:
         raise InputError(f"--steps must be positive, got {steps}")
     _check_options(config)
-    check_fresh_workdir(workdir, resume, log)
+    resume = check_fresh_workdir(workdir, resume, log)
     seed_everything(seed)
     t0 = time.time()
     cluster, graph, measurer = _load(config, graph_path, log)

@@ -108,9 +108,7 @@ class Search:
         path = os.path.join(self.workdir, STATE_FILE)
         if self.trainer.manager.latest_checkpoint is None or not os.path.exists(path):
             return 0
-        step = self.trainer.restore()
-        # history.json is written before the checkpoint: drop what the checkpoint does not hold.
-        self.trainer.history = [h for h in self.trainer.history if int(h.get("step", 0)) <= step]
+        step = self.trainer.restore()  # also drops the history the checkpoint does not hold
         try:
             with open(path) as f:
                 saved = json.load(f)

@@ -266,14 +266,15 @@ def run_search(
       loss: what each search reports as its loss (report.LOSSES).
       log: where progress lines and the tables go.
       resume: continue a killed run in `workdir` (same jobs and flags): policies
-        that finished are read back, the others continue where they were.
+        that finished are read back, the others continue where they were (from
+        the start when the run was killed before it wrote anything).
 
     Returns:
       policy -> summary.
 
     Raises:
-      InputError: bad slots, epoch or policy, a used workdir (or, resuming, a
-        missing one), or a job that cannot be prepared.
+      InputError: bad slots, epoch or policy, a used workdir (unless
+        resuming), or a job that cannot be prepared.
     """
     if slots <= 0:
         raise InputError(f"--slots must be positive, got {slots}")
@@ -286,8 +287,8 @@ def run_search(
         make_allocator(p, epoch_s, normalise, objective)
     if not resume:
         check_workdir(workdir, policies)
-    elif not os.path.isdir(workdir):
-        raise InputError(f"{workdir}: nothing to resume (no such folder)")
+    elif not os.path.isdir(workdir):  # killed before it wrote anything: nothing to continue
+        log(f"{workdir}: nothing to resume (no such folder); starting over")
     prepared = prepare(work, log=log)
     out = {}
     for p in policies:

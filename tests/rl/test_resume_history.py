@@ -1,5 +1,6 @@
 """Resuming a search refuses a corrupt or missing history.json instead of dropping it."""
 
+import json
 import shutil
 
 import numpy as np
@@ -49,3 +50,14 @@ def test_bad_history_is_refused_in_one_line(saved, tmp_path, content):
     with pytest.raises(InputError, match="history.json: cannot resume") as e:
         trainer.restore()
     assert "\n" not in str(e.value)
+
+
+def test_history_past_the_checkpoint_is_dropped(saved, tmp_path):
+    # A kill between history.json and its checkpoint leaves a step the checkpoint does not hold:
+    # it is run again after the resume, so it must not stay in the history (or curve.csv) twice.
+    trainer = saved(tmp_path / "w")
+    path = tmp_path / "w" / "history.json"
+    history = json.loads(path.read_text())
+    path.write_text(json.dumps([*history, dict(history[-1], step=3)]))
+    assert trainer.restore() == 2
+    assert [h["step"] for h in trainer.history] == [1, 2]

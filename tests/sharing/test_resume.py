@@ -11,7 +11,8 @@ import time
 from tests.cli import ROOT
 from tests.sharing.test_search import write_workload
 
-STEPS = 8
+STEPS = 12  # enough iterations for all the searches to outlast five kills
+KILLS = 5
 
 
 def _start(args):
@@ -43,7 +44,7 @@ def test_sigkilled_run_resumes_without_repeating_or_losing_iterations(tmp_path):
     args = [f"--jobs={jobs}", "--slots=4", "--epoch_s=0.2", "--policy=fair", f"--workdir={out}"]
     rng = random.Random(0)
     snapshots = []  # the saved curves right after each kill
-    for attempt in range(2):
+    for attempt in range(KILLS):
         proc = _start(args + (["--resume"] if attempt else []))
         before = _iterations_done(out)
         deadline = time.monotonic() + 120
@@ -51,8 +52,10 @@ def test_sigkilled_run_resumes_without_repeating_or_losing_iterations(tmp_path):
         while _iterations_done(out) <= before and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(rng.uniform(0.0, 0.6))
+        assert proc.poll() is None, proc.stderr.read()  # still running: the kill cuts it short
         proc.kill()
         proc.wait()
+        proc.stderr.close()
         snapshots.append(_states(out))
     # At least one kill cut a search short, so the resume had something to continue.
     assert any(0 < len(st["losses"]) < STEPS for snap in snapshots for st in snap.values())
