@@ -16,17 +16,14 @@ tiny variants get `--tiny_steps` of each.
    Target: within 20%.
 
    Why one inter-op thread: the simulator runs one op at a time per device,
-   but TF's executor runs independent ops at once on its inter-op pool (one
-   thread per core by default), and per-op times traced under that overlap
-   are stretched by the sharing. The comparison therefore runs every session
-   of this process (profiling and measuring alike) with one inter-op thread
-   (TF_NUM_INTEROP_THREADS, read when TF creates its first session): ops run
-   one after another, each still using all cores for its own kernel (the
-   intra-op pool), which is the simulator's model of a device. The tiny
-   model is also run in a child process with TF's default pool
-   (`--default_pool_model`), to show the size of the effect. Both sides run
-   the graph as built (Grappler rewrites off), so the op names the profile
-   gives costs for are the ops the session runs.
+   but TF's executor runs independent ops at once (one inter-op thread per
+   core by default), which stretches the per-op times it traces. Every
+   session here (profiling and measuring) therefore has one inter-op thread
+   (TF_NUM_INTEROP_THREADS): ops run one after another, each kernel on all
+   cores, the simulator's model of a device. The tiny model also runs in a
+   child process with TF's default pool (`--default_pool_model`) to show the
+   effect. Grappler rewrites are off on both sides, so the profiled op names
+   are the ops the session runs.
 
 2. The paper reports that single-GPU NMT runs out of memory on a 12 GB K80
    (Mirhoseini et al. 2017, Table 1). The paper-size NMT with Grappler costs
@@ -379,13 +376,10 @@ def main(argv) -> None:
         print("\n".join(body))
     if "split" in parts:
         t1 = time.time()
+        split = (_SPLIT_CLUSTER.value, _SPLIT_RANDOM.value, _SPLIT_STEPS.value, _SPLIT_SAMPLES.value, 0)
         results = []
         for spec in _SPLIT_MODELS.value:
-            results.append(
-                fidelity_split.model_rows(
-                    spec, _SPLIT_CLUSTER.value, _SPLIT_RANDOM.value, _SPLIT_STEPS.value, _SPLIT_SAMPLES.value, 0
-                )
-            )
+            results.append(fidelity_split.model_rows(spec, *split))
             print(f"{spec}: {fidelity_split.summary(results[-1][0])}", flush=True)
         body = [
             *fidelity_split.DESCRIPTION,

@@ -112,9 +112,10 @@ def discover(num_cpus: int | None = None) -> cluster_lib.Cluster:
 
 
 def load(spec: str) -> cluster_lib.Cluster:
-    """Loads a cluster by file path, preset name, or "local" (this process's devices).
+    """Loads a cluster by file path, preset name, "local" (this process's devices) or
+    "local:N" (this machine with N logical CPU devices, whatever this process configured).
 
     Raises:
-      InputError: as placer.core.cluster.load.
+      InputError: as placer.core.cluster.load and placer.core.cluster.local_cpus.
     """
-    return discover() if spec == "local" else cluster_lib.load(spec)
+    return discover(cluster_lib.local_cpus(spec)) if cluster_lib.is_local(spec) else cluster_lib.load(spec)

@@ -235,15 +235,15 @@ def config_or_default(config, graph_path: str | None):
 
 
 def load_cluster(spec: str):
-    """Loads --cluster: a file, a preset, or "local"; TensorFlow is imported only for "local".
+    """Loads --cluster: a file, a preset, "local" or "local:N"; TensorFlow is imported only for these two.
 
     Raises:
       InputError: as placer.core.cluster.load.
     """
-    if spec == "local":
-        from graphs import local_cluster  # noqa: PLC0415 (TF, only for this process's devices)
-
-        return local_cluster.discover()
     from placer.core import cluster as cluster_lib  # noqa: PLC0415
 
+    if cluster_lib.is_local(spec):
+        from graphs import local_cluster  # noqa: PLC0415 (TF, only for this process's devices)
+
+        return local_cluster.load(spec)
     return cluster_lib.load(spec)

@@ -14,6 +14,13 @@ Example:
   placer-search --trace=bench/data/search_trace.csv --slots=32 --policy=all --workdir=/tmp/replay
   placer-search --jobs=configs/searches/demo.py --slots=16 --engine=ray \
       --ray_address=HEAD:6379 --workdir=/tmp/search
+  placer-search --jobs=configs/searches/demo.py:session --slots=2 --engine=ray \
+      --measure=session --epoch_s=2 --workdir=/tmp/search-session
+
+`--measure=session` runs every measured placement in a real TF session on the
+devices of the slot's machine (the jobs' cluster "local:N": N logical CPUs per
+slot); `grappler` estimates it with Grappler's virtual cluster. Both need each
+job's model config.
 """
 
 from absl import flags
@@ -46,6 +53,12 @@ _LOSS = flags.DEFINE_enum(
 )
 _ENGINE = flags.DEFINE_enum("engine", "inprocess", ["inprocess", "ray"], "Where measurement workers run.")
 _RAY_ADDRESS = flags.DEFINE_string("ray_address", None, "Ray cluster address (default: start a local Ray).")
+_MEASURE = flags.DEFINE_enum(
+    "measure",
+    "sim",
+    ["sim", "grappler", "session"],
+    "How slots measure a placement: simulator, Grappler, real session.",
+)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
 _RESUME = flags.DEFINE_bool(
     "resume", False, "Continue a killed run in --workdir (same jobs and flags) from its searches' last checkpoints."
@@ -77,12 +90,24 @@ def main(argv):
         )
         return
     from placer.sharing import jobs as search_jobs  # noqa: PLC0415
+    from placer.sharing.engines import MeasurerFactory  # noqa: PLC0415
 
     work = search_jobs.load_workload(_JOBS.value)  # every error here comes before anything starts
+    measure = _MEASURE.value
+    search_jobs.check_measure(work, measure)
+    backend = {}
+    if measure == "session":
+        backend = {"warmup": work.session_warmup, "steps": work.session_steps, "timeout_s": work.measure_timeout_s}
+        cpus = search_jobs.local_cpu_count(work)
+        if cpus and _ENGINE.value == "inprocess":
+            from graphs import local_cluster  # noqa: PLC0415 (TensorFlow, before it sets up its devices)
+
+            local_cluster.configure_logical_cpus(cpus)  # the slot threads share this process's CPU devices
     options = {
         "measure_timeout_s": work.measure_timeout_s,
         "max_retries": work.max_retries,
         "measure_seconds": work.measure_seconds,
+        "factory": MeasurerFactory(measure, **backend),
     }
     if _ENGINE.value == "ray":
         from placer.sharing.ray_engine import RayEngine  # noqa: PLC0415
@@ -106,6 +131,7 @@ def main(argv):
         engine_factory=engine_factory,
         loss=_LOSS.value,
         resume=_RESUME.value,
+        measure=measure,
         **sharing,
     )
 

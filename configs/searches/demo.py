@@ -29,8 +29,34 @@ def _job(name, config, arrival_s, **fields):
     return job
 
 
+def _session_config() -> ml_collections.ConfigDict:
+    """The tiny RNNLM and NMT searches, measured in real sessions on 2 logical CPUs per slot."""
+    c = ml_collections.ConfigDict()
+    c.jobs = [
+        _job("rnnlm", "configs/rnnlm.py:tiny", 0, cluster="local:2", steps=4, max_slots=2),
+        _job("nmt", "configs/nmt.py:tiny", 0, cluster="local:2", steps=4, max_slots=2),
+    ]
+    c.measure_seconds = 0.0  # a real session run takes its own time
+    c.measure_timeout_s = 120.0  # seconds per placement: covers a fresh slot importing TF and building the graph
+    c.max_retries = 2  # re-measurements of a dead worker's placements
+    c.session_warmup = 1  # untimed steps per placement (our choice: the tiny graphs warm up in one)
+    c.session_steps = 3  # timed steps per placement; the median is the step time
+    return c
+
+
 def get_config(variant: str = "") -> ml_collections.ConfigDict:
-    """Returns the demo jobs; variant "short" runs 10 iterations per search."""
+    """Returns the demo jobs.
+
+    Variants: "short" runs 10 iterations per search; "session" is two short
+    searches to run with `--measure=session` (cluster "local:2": each slot
+    splits its machine's CPU into 2 logical devices and runs the placed
+    graphs in TF sessions), e.g.
+
+      placer-search --jobs=configs/searches/demo.py:session --slots=2 --engine=ray \
+          --measure=session --epoch_s=2 --workdir=/tmp/search-session
+    """
+    if variant == "session":
+        return _session_config()
     c = ml_collections.ConfigDict()
     c.jobs = [
         _job("rnnlm", "configs/rnnlm.py:tiny", 0),

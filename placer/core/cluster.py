@@ -174,17 +174,41 @@ def _device(r: dict, w: str) -> Device:
     )
 
 
+def local_cpus(spec: str) -> int | None:
+    """The CPU device count of a "local:N" cluster spec; None for "local" (the process's own count).
+
+    "local:N" is the measuring machine split into N logical CPU devices
+    (graphs.local_cluster), so each measurement worker can own them.
+
+    Raises:
+      InputError: `spec` is not "local" or "local:N" with N a positive integer.
+    """
+    if spec == "local":
+        return None
+    head, _, count = spec.partition(":")
+    if head != "local" or not count.isdigit() or int(count) < 1:
+        raise InputError(f"cluster {spec!r}: a local cluster is 'local' or 'local:N' with N >= 1 logical CPUs")
+    return int(count)
+
+
+def is_local(spec: str) -> bool:
+    """True for "local" and "local:N" (this machine's devices, read with TensorFlow)."""
+    return spec == "local" or spec.startswith("local:")
+
+
 def load(path_or_name: str) -> Cluster:
     """Loads a cluster from a JSON file or a preset name ("k80x4").
 
-    "local", this process's own devices, needs TensorFlow: graphs.local_cluster.load
-    accepts it as well as everything this function does.
+    "local" and "local:N", this process's own devices, need TensorFlow:
+    graphs.local_cluster.load accepts them as well as everything this function does.
 
     Raises:
       InputError: the file is missing, not JSON, or fails the checks.
     """
-    if path_or_name == "local":
-        raise InputError("cluster 'local' lists this process's devices: load it with graphs.local_cluster.load")
+    if is_local(path_or_name):
+        raise InputError(
+            f"cluster {path_or_name!r} lists this process's devices: load it with graphs.local_cluster.load"
+        )
     path = path_or_name
     if not os.path.exists(path):
         preset = os.path.join(CLUSTER_DIR, path_or_name + ".json")

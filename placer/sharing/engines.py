@@ -44,9 +44,66 @@ def worker_fault(e: BaseException) -> Exception:
     return MeasurerBug(text) if isinstance(e, BUGS) else WorkerDied(text)
 
 
-def simulator_factory(graph, cluster):
-    """The default measurer of a worker: the simulator of `graph` on `cluster`."""
+def simulator_factory(graph, cluster, model=None):
+    """The default measurer of a worker: the simulator of `graph` on `cluster` (`model` unused)."""
+    del model
     return Simulator(graph, cluster)
+
+
+class MeasurerFactory:
+    """Builds a worker's measurer of one kind; picklable, so a Ray actor builds it in its own process.
+
+    Args:
+      kind: "sim", "grappler" or "session" (placer.measure.registry).
+      **options: passed to the backend (e.g. warmup, steps, timeout_s for session).
+    """
+
+    def __init__(self, kind: str = "sim", **options):
+        self.kind = kind
+        self.options = options
+
+    def __call__(self, graph, cluster, model: bytes | None = None):
+        """The measurer of `graph` on `cluster`.
+
+        Args:
+          graph: the job's OpGraph.
+          cluster: the job's Cluster; for "session", the devices of the
+            machine measuring it (e.g. "local:N", N logical CPUs).
+          model: the job's serialized MetaGraphDef (`SerializeToString`), for
+            the TF backends; None for the simulator.
+        """
+        if self.kind == "sim":
+            return Simulator(graph, cluster, **self.options)
+        # TensorFlow is imported here, in the worker, never by this module: the in-process and Ray
+        # engines load without it, and a fresh Ray actor sets its CPU devices before TF sets them up.
+        if self.kind == "session":
+            _own_cpus(sum(d.type == "CPU" for d in cluster.devices))
+        from tensorflow.core.protobuf import meta_graph_pb2  # noqa: PLC0415 (see above)
+
+        from placer.measure import registry  # noqa: PLC0415 (see above)
+
+        metagraph = None if model is None else meta_graph_pb2.MetaGraphDef.FromString(model)
+        return registry.make_measurer(self.kind, graph, cluster, metagraph=metagraph, **self.options)
+
+
+def build_measurer(factory: Callable, graph, cluster, model: bytes | None):
+    """`factory(graph, cluster)`, or `factory(graph, cluster, model)` for a job with a TF model."""
+    return factory(graph, cluster) if model is None else factory(graph, cluster, model)
+
+
+def _own_cpus(n: int) -> None:
+    """Splits this worker process's CPU into `n` logical devices, if TF has not set up its devices yet.
+
+    When it has (an earlier job of this process, or the caller's own TF use),
+    sessions still get `n` CPU devices: SessionMeasurer sets the count in
+    each session's ConfigProto.
+    """
+    from graphs import local_cluster  # noqa: PLC0415 (TensorFlow, in the worker only)
+
+    try:
+        local_cluster.configure_logical_cpus(max(n, 1))
+    except RuntimeError:
+        pass  # devices already set up with another count: the session's ConfigProto decides
 
 
 def spread(count: int, slots: int) -> list[list[int]]:
@@ -67,7 +124,9 @@ class Engine:
       max_retries: times a chunk whose worker died is sent to another slot.
       measure_seconds: seconds a worker is held per placement on top of measuring
         it (emulates a real device's run time with the simulator).
-      factory: `factory(graph, cluster) -> Measurer`, built once per worker and job.
+      factory: `factory(graph, cluster) -> Measurer`, or `factory(graph,
+        cluster, model)` for a job with a model (its serialized MetaGraphDef),
+        built once per worker and job; must be picklable for Ray (e.g. MeasurerFactory).
     """
 
     def __init__(
@@ -82,7 +141,7 @@ class Engine:
         self.max_retries = int(max_retries)
         self.measure_seconds = float(measure_seconds)
         self.factory = factory
-        self._jobs: dict[Hashable, tuple] = {}  # job -> (graph, cluster)
+        self._jobs: dict[Hashable, tuple] = {}  # job -> (graph, cluster, model bytes or None)
         self._workers: dict[int, object] = {}  # slot -> its worker (thread or actor)
         self._next = 0  # number of the next new slot
         self._lock = threading.Lock()
@@ -143,10 +202,10 @@ class Engine:
         """Stops every worker."""
         self.remove_slots(list(self._workers))
 
-    def add_job(self, job_id: Hashable, graph, cluster) -> None:
-        """Registers the graph and cluster a job's placements are measured on."""
+    def add_job(self, job_id: Hashable, graph, cluster, model: bytes | None = None) -> None:
+        """Registers the graph, cluster and (for the TF backends) serialized MetaGraphDef of a job."""
         with self._lock:
-            self._jobs[job_id] = (graph, cluster)
+            self._jobs[job_id] = (graph, cluster, model)
 
     def remove_job(self, job_id: Hashable) -> None:
         with self._lock:
@@ -242,8 +301,8 @@ class _SlotThread:
 
     def _measure(self, job_id, placements) -> list[Measurement]:
         if job_id not in self.measurers:
-            graph, cluster = self.engine._jobs[job_id]
-            self.measurers[job_id] = self.engine.factory(graph, cluster)
+            graph, cluster, model = self.engine._jobs[job_id]
+            self.measurers[job_id] = build_measurer(self.engine.factory, graph, cluster, model)
         res = self.measurers[job_id].measure(placements)
         if self.engine.measure_seconds > 0:
             time.sleep(self.engine.measure_seconds * len(placements))
@@ -251,7 +310,7 @@ class _SlotThread:
 
 
 class InProcessEngine(Engine):
-    """Measurement workers as threads on this machine (right for the simulator).
+    """Measurement workers as threads on this machine (the session backend's threads share its CPU devices).
 
     Args:
       num_slots: workers to start.

@@ -22,7 +22,7 @@ from placer.core import io as graph_io
 from placer.core.errors import InputError
 
 JOB_FIELDS = ("name", "config", "graph", "cluster", "arrival_s", "steps", "seed", "max_slots")
-TOP_FIELDS = ("jobs", "measure_seconds", "measure_timeout_s", "max_retries")
+TOP_FIELDS = ("jobs", "measure_seconds", "measure_timeout_s", "max_retries", "session_warmup", "session_steps")
 # Placer fields a job may not override: samples per step is the job's slot count.
 _FIXED = ("samples_per_step",)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -66,6 +66,8 @@ class Workload:
         the measurement itself (emulates a real device's run time with the simulator; 0 = none).
       measure_timeout_s: seconds after which a measurement counts as hung.
       max_retries: times a placement whose worker died is measured again elsewhere.
+      session_warmup: untimed steps per placement measured in a real session (--measure=session).
+      session_steps: timed steps per placement measured in a real session; their median is the step time.
     """
 
     path: str
@@ -73,6 +75,8 @@ class Workload:
     measure_seconds: float = 0.0
     measure_timeout_s: float = 60.0
     max_retries: int = 1
+    session_warmup: int = 2
+    session_steps: int = 5
 
 
 def _overridable() -> dict[str, tuple[str, object]]:
@@ -138,6 +142,9 @@ def load_workload(path: str, *, load_models: bool = True) -> Workload:
         work.measure_timeout_s = float(_number(f"{path}: measure_timeout_s", top["measure_timeout_s"], minimum=1e-3))
     if "max_retries" in top:
         work.max_retries = int(_number(f"{path}: max_retries", top["max_retries"], integer=True, minimum=0))
+    for key, least in (("session_warmup", 0), ("session_steps", 1)):
+        if key in top:
+            setattr(work, key, int(_number(f"{path}: {key}", top[key], integer=True, minimum=least)))
     over = _overridable()
     names: set[str] = set()
     clusters: dict[str, object] = {}
@@ -189,11 +196,13 @@ def _load_job(
     cluster = job.get("cluster", config.get("cluster", "k80x4"))
     if not isinstance(cluster, str):
         raise InputError(f"{where}: cluster must be a preset name or JSON path, got {cluster!r}")
-    if cluster not in clusters and cluster != "local":  # "local" is this process's devices, read at run time
-        try:
+    try:
+        if cluster_lib.is_local(cluster):  # this machine's devices, read at run time
+            cluster_lib.local_cpus(cluster)
+        elif cluster not in clusters:
             clusters[cluster] = cluster_lib.load(cluster)
-        except InputError as e:
-            raise InputError(f"{where}: cluster: {e}") from None
+    except InputError as e:
+        raise InputError(f"{where}: cluster: {e}") from None
     config.cluster = cluster
     config.measure = "sim"
     for key, value in job.items():
@@ -227,3 +236,31 @@ def _override(where: str, value, default):
     if isinstance(default, int):
         return int(_number(where, value, integer=True, minimum=0))
     return float(_number(where, value))
+
+
+MEASURES = ("sim", "grappler", "session")  # placer-search --measure
+
+
+def check_measure(work: Workload, measure: str) -> None:
+    """Checks that every job can be measured by `measure` (the TF backends need a model config).
+
+    Raises:
+      InputError: an unknown kind, or the first job given as a graph file under a TF backend.
+    """
+    if measure not in MEASURES:
+        raise InputError(f"unknown measure {measure!r} (valid: {', '.join(MEASURES)})")
+    if measure == "sim":
+        return
+    for spec in work.jobs:
+        if spec.graph_path is not None:
+            raise InputError(
+                f"{work.path}: job {spec.name!r}: --measure={measure} runs the job's TF model, "
+                f"and a graph file ({spec.graph_path}) has none; give the job a 'config'"
+            )
+
+
+def local_cpu_count(work: Workload) -> int | None:
+    """The most logical CPUs a job's "local:N" cluster asks for; None when no job names one."""
+    counts = [cluster_lib.local_cpus(j.cluster) for j in work.jobs if cluster_lib.is_local(j.cluster)]
+    counts = [n for n in counts if n is not None]
+    return max(counts) if counts else None

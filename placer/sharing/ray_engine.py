@@ -3,9 +3,11 @@
 Each actor holds one unit of the custom resource `placer_slot` (so a cluster
 offers as many slots as its nodes declare, e.g. `ray start
 --resources='{"placer_slot": 4}'` on a machine with 4 devices) and no CPU.
-Every job's graph and cluster go into the object store once (`ray.put`); an
-actor fetches them the first time it measures for that job and keeps its
-measurer, so later calls carry only the device indices of the placements. The
+Every job's graph, cluster and (for the TF backends) serialized MetaGraphDef
+go into the object store once (`ray.put`); an actor fetches them the first
+time it measures for that job and builds its measurer in its own process
+(with `MeasurerFactory("session")`, a real TF session on the logical CPUs it
+sets up first), so later calls carry only the device indices of the placements. The
 allocator moves slots between searches by sending their placements to other
 actors; nothing restarts. A dead actor (e.g. after `ray.kill`) is replaced by
 a fresh one and its placements are measured again elsewhere. Ray is imported
@@ -21,7 +23,7 @@ import numpy as np
 
 from placer.core.errors import InputError
 from placer.core.placement import Placement
-from placer.sharing.engines import BUGS, Engine, MeasurerBug, WorkerDied, simulator_factory
+from placer.sharing.engines import BUGS, Engine, MeasurerBug, WorkerDied, build_measurer, simulator_factory
 
 RESOURCE = "placer_slot"  # custom Ray resource: one per measurement slot
 
@@ -30,7 +32,7 @@ class SlotWorker:
     """The body of one Ray actor: measures placements of the jobs it was sent.
 
     Args:
-      factory: `factory(graph, cluster) -> Measurer`.
+      factory: `factory(graph, cluster[, model]) -> Measurer` (see Engine).
       measure_seconds: seconds held per placement on top of measuring it.
     """
 
@@ -44,15 +46,17 @@ class SlotWorker:
 
         Args:
           job_id: the job.
-          payload: [ObjectRef of (graph, cluster)], wrapped in a list so Ray
-            resolves it only here, on the first call for the job.
+          payload: [ObjectRef of (graph, cluster, model)], wrapped in a list so
+            Ray resolves it only here, on the first call for the job; model is
+            the serialized MetaGraphDef (bytes) of the TF backends, or None.
           rows: one (devices, groups) per placement.
         """
         import ray  # noqa: PLC0415
 
         if job_id not in self.jobs:
-            graph, cluster = ray.get(payload[0])
-            self.jobs[job_id] = (graph, cluster, graph.fingerprint(), tuple(graph.names), self.factory(graph, cluster))
+            graph, cluster, model = ray.get(payload[0])
+            measurer = build_measurer(self.factory, graph, cluster, model)
+            self.jobs[job_id] = (graph, cluster, graph.fingerprint(), tuple(graph.names), measurer)
         graph, cluster, fingerprint, names, measurer = self.jobs[job_id]
         placements = [
             Placement(
@@ -129,9 +133,9 @@ class RayEngine(Engine):
     def _stop_worker(self, worker) -> None:
         self._kill(worker)
 
-    def add_job(self, job_id, graph, cluster) -> None:
-        super().add_job(job_id, graph, cluster)
-        self._refs[job_id] = self._ray.put((graph, cluster))
+    def add_job(self, job_id, graph, cluster, model=None) -> None:
+        super().add_job(job_id, graph, cluster, model)
+        self._refs[job_id] = self._ray.put((graph, cluster, model))
 
     def _forget(self, job_id) -> None:
         self._refs.pop(job_id, None)

@@ -84,14 +84,14 @@ class Search:
             self._finish(t0, "failed", self.prep.error)
             return
         try:
-            self.engine.add_job(self.name, self.prep.graph, self.prep.cluster)
+            self.engine.add_job(self.name, self.prep.graph, self.prep.cluster, self.prep.model)
             self.trainer = Trainer(
                 self.prep.problem,
                 self.measurer,
                 spec.config.placer,
                 self.workdir,
                 seed=spec.seed,
-                metadata={"cluster": self.prep.cluster.name, "measure": "sim"},
+                metadata={"cluster": self.prep.cluster.name, "measure": self.prep.measure},
             )
         except Exception as e:  # noqa: BLE001 (a search that raises fails alone)
             self._finish(t0, "failed", one_line(e))

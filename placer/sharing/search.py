@@ -37,45 +37,65 @@ BOTH = ("slaq", "fair")  # what --policy=both runs: SLAQ, then the work-conservi
 
 @dataclasses.dataclass
 class Prepared:
-    """A job with its graph, cluster and placement problem built (or the error that stopped it)."""
+    """A job with its graph, cluster and placement problem built (or the error that stopped it).
+
+    Attributes:
+      model: the serialized MetaGraphDef (bytes) the TF backends measure, else None.
+      measure: the backend measuring it: "sim", "grappler" or "session".
+    """
 
     spec: JobSpec
     graph: object = None
     cluster: object = None
     problem: object = None
     error: str = ""
+    model: bytes | None = None
+    measure: str = "sim"
 
 
-def prepare(work: Workload, *, log: Callable = print) -> list[Prepared]:
+def prepare(work: Workload, *, measure: str = "sim", log: Callable = print) -> list[Prepared]:
     """Builds every job's cost-annotated graph and placement problem (TF for model configs).
 
     A job whose preparation raises anything but InputError (e.g. its model
     fails to build) is kept with its error and fails alone when it starts.
 
+    Args:
+      work: the checked jobs file.
+      measure: the backend, "sim", "grappler" or "session"; the TF ones get
+        each job's model built and serialized for the workers.
+      log: where progress lines go.
+
     Raises:
-      InputError: a job's graph or cluster cannot be used; the message names the job.
+      InputError: a job's graph or cluster cannot be used, or it has no model
+        for a TF backend; the message names the job.
     """
     from placer.rl import problem as problem_lib
+    from placer.sharing import jobs as jobs_lib
 
+    jobs_lib.check_measure(work, measure)
     out = []
     for spec in work.jobs:
         try:
             cluster = local_cluster.load(spec.cluster)
             loaded = pipeline.load_graph(
-                cluster, config=None if spec.graph_path else spec.config, graph_path=spec.graph_path
+                cluster,
+                config=None if spec.graph_path else spec.config,
+                graph_path=spec.graph_path,
+                need_model=measure != "sim",
             )
             problem, groups = problem_lib.make_problem(loaded.graph, cluster, spec.config.placer)
+            model = None if measure == "sim" else loaded.model.metagraph.SerializeToString()
         except InputError as e:
             raise InputError(f"{work.path}: job {spec.name!r}: {e}") from None
         except Exception as e:  # noqa: BLE001 (the search fails, the others run)
             log(f"{spec.name}: cannot prepare: {one_line(e)}")
-            out.append(Prepared(spec, error=one_line(e)))
+            out.append(Prepared(spec, error=one_line(e), measure=measure))
             continue
         log(
             f"{spec.name}: {loaded.graph.name}, {loaded.graph.num_ops} ops, {groups.num_groups} groups, "
             f"{cluster.num_devices} devices ({cluster.name}), arrives at {spec.arrival_s:g} s, {spec.steps} steps"
         )
-        out.append(Prepared(spec, loaded.graph, cluster, problem))
+        out.append(Prepared(spec, loaded.graph, cluster, problem, model=model, measure=measure))
     return out
 
 
@@ -251,6 +271,7 @@ def run_search(
     loss: str = "mean",
     log: Callable = print,
     resume: bool = False,
+    measure: str = "sim",
 ) -> dict[str, dict]:
     """Runs a jobs file under one policy or both ("both": SLAQ, then fair share, on the same workload).
 
@@ -268,6 +289,8 @@ def run_search(
       resume: continue a killed run in `workdir` (same jobs and flags): policies
         that finished are read back, the others continue where they were (from
         the start when the run was killed before it wrote anything).
+      measure: the backend the engines' workers measure with ("sim",
+        "grappler", "session"; the engines' factory must build the same kind).
 
     Returns:
       policy -> summary.
@@ -289,7 +312,7 @@ def run_search(
         check_workdir(workdir, policies)
     elif not os.path.isdir(workdir):  # killed before it wrote anything: nothing to continue
         log(f"{workdir}: nothing to resume (no such folder); starting over")
-    prepared = prepare(work, log=log)
+    prepared = prepare(work, measure=measure, log=log)
     out = {}
     for p in policies:
         done = os.path.join(workdir, p, "summary.json")

@@ -33,3 +33,14 @@ def test_unreadable_memory_is_refused_in_one_line(monkeypatch):
     with pytest.raises(InputError, match="cannot read this machine's available memory") as e:
         local_cluster.available_memory_bytes()
     assert "\n" not in str(e.value)
+
+
+def test_local_n_is_n_logical_cpus_and_bad_n_is_refused():
+    from placer.core import cluster as cluster_lib
+
+    three = local_cluster.load("local:3")
+    assert [d.name for d in three.devices if d.type == "CPU"] == [f"/device:CPU:{i}" for i in range(3)]
+    assert cluster_lib.local_cpus("local") is None and cluster_lib.local_cpus("local:2") == 2
+    for bad in ("local:0", "local:x", "local:"):
+        with pytest.raises(InputError, match="a local cluster is 'local' or 'local:N'"):
+            local_cluster.load(bad)

@@ -207,6 +207,7 @@ def test_hung_worker_times_out_and_is_replaced():
         (", max_slots=0", "max_slots: must be >= 1"),
         (", config='configs/rnnlm.py:tiny'", "give exactly one of 'config' and 'graph'"),
         (", cluster='no_such_cluster'", "job 's0': cluster"),
+        (", cluster='local:0'", "job 's0': cluster: cluster 'local:0': a local cluster is 'local' or 'local:N'"),
     ],
 )
 def test_bad_jobs_file_names_job_and_field(tmp_path, fields, message):
@@ -275,6 +276,21 @@ def test_unknown_normaliser_is_refused_before_anything_starts(tmp_path):
 def test_demo_jobs_file_is_valid():
     work = search_jobs.load_workload(os.path.join(ROOT, "configs/searches/demo.py"))
     assert len(work.jobs) == 5 and len({j.name for j in work.jobs}) == 5
+    session = search_jobs.load_workload(os.path.join(ROOT, "configs/searches/demo.py:session"))
+    assert [j.cluster for j in session.jobs] == ["local:2", "local:2"]
+    assert (session.session_warmup, session.session_steps) == (1, 3)
+    assert search_jobs.local_cpu_count(session) == 2 and search_jobs.local_cpu_count(work) is None
+    search_jobs.check_measure(session, "session")
+
+
+def test_tf_measure_needs_a_model_config(tmp_path):
+    work = search_jobs.load_workload(write_workload(tmp_path))
+    search_jobs.check_measure(work, "sim")
+    for kind in ("grappler", "session"):
+        with pytest.raises(InputError, match=f"job 's0': --measure={kind} runs the job's TF model"):
+            search_jobs.check_measure(work, kind)
+    with pytest.raises(InputError, match="session_steps: must be >= 1"):
+        search_jobs.load_workload(write_workload(tmp_path, top_fields="c.session_steps = 0"))
 
 
 # ----- end to end ---------------------------------------------------------------

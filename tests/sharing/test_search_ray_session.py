@@ -1,0 +1,102 @@
+"""placer-search on Ray with --measure=session: slots are actors running the placed graphs in real TF
+sessions on their own logical CPUs; killing one mid-run loses no search."""
+
+import json
+import math
+import os
+import threading
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
+
+from placer.sharing import jobs as search_jobs  # noqa: E402
+from placer.sharing import search  # noqa: E402
+from placer.sharing.engines import MeasurerFactory  # noqa: E402
+from placer.sharing.ray_engine import RayEngine  # noqa: E402
+from tests.cli import run_module  # noqa: E402
+from tests.sharing.test_search import write_workload  # noqa: E402
+
+DEMO = "configs/searches/demo.py:session"  # tiny RNNLM and NMT on "local:2", 4 iterations each
+
+
+@pytest.fixture
+def local_ray():
+    ray.init(num_cpus=2, resources={"placer_slot": 3}, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _actor_cpus(actor) -> int:
+    """The CPU devices TF set up in an actor's process."""
+
+    def logical_cpus(worker):
+        import tensorflow as tf  # noqa: PLC0415 (runs inside the actor)
+
+        return len(tf.config.list_logical_devices("CPU"))
+
+    return ray.get(actor.__ray_call__.remote(logical_cpus), timeout=120)
+
+
+def test_session_slots_survive_a_killed_actor(local_ray, tmp_path):
+    work = search_jobs.load_workload(DEMO)
+    prepared = search.prepare(work, measure="session", log=lambda *a: None)
+    assert all(p.model and p.cluster.num_devices == 2 for p in prepared)
+    factory = MeasurerFactory("session", warmup=work.session_warmup, steps=work.session_steps, timeout_s=60.0)
+    killed = []
+    lock = threading.Lock()
+    options = {"measure_timeout_s": work.measure_timeout_s, "max_retries": work.max_retries}
+    workdir = tmp_path / "fair"
+    with RayEngine(3, factory=factory, **options) as engine:
+
+        def on_epoch(now, slots):
+            # Fair share gives the two searches 2 + 1 of the 3 slots, so slot 0 is always in use:
+            # once a search has finished an iteration (its curve is written), kill that slot's
+            # actor (with the measurers it built); the searches' next calls on it fail over.
+            ran = any(os.path.exists(workdir / "jobs" / n / "sharing_state.json") for n in ("rnnlm", "nmt"))
+            with lock:
+                if not killed and len(slots) == 2 and ran:
+                    killed.append(engine.actors[0])
+                    ray.kill(engine.actors[0])
+
+        summary = search.run_policy(
+            prepared,
+            engine,
+            "fair",
+            epoch_s=0.5,
+            workdir=str(tmp_path / "fair"),
+            log=lambda *a: None,
+            on_epoch=on_epoch,
+        )
+        assert killed and engine.actors[0] is not killed[0]  # slot 0 got a fresh actor
+        assert engine.retried >= 1  # the dead actor's placements were measured elsewhere
+        # Each slot's process set up the job cluster's 2 logical CPUs before TF started.
+        assert [_actor_cpus(engine.actors[s]) for s in (1, 2)] == [2, 2]
+    assert [(j["name"], j["status"], j["iterations"]) for j in summary["jobs"]] == [
+        ("rnnlm", "done", 4),
+        ("nmt", "done", 4),
+    ]
+    assert os.path.exists(workdir / "summary.json")
+    for name in ("rnnlm", "nmt"):
+        folder = workdir / "jobs" / name
+        with open(folder / "history.json") as f:
+            history = json.load(f)
+        assert len(history) == 4
+        # Every sample ran: real session step times, none failed (the killed actor's were retried).
+        assert all(0 < h["min_step_time"] < 1 and math.isfinite(h["mean_step_time"]) for h in history)
+        assert all(h["failed_fraction"] == 0 for h in history)
+        with open(folder / "best_placement.json") as f:
+            best = json.load(f)
+        assert best["metadata"]["measure"] == "session"
+        assert set(best["devices"]) == {"/device:CPU:0", "/device:CPU:1"}
+
+
+def test_graph_file_job_with_session_measure_is_an_input_error(tmp_path):
+    jobs = write_workload(tmp_path)
+    p = run_module(
+        "placer.search_main", f"--jobs={jobs}", "--measure=session", "--engine=ray", f"--workdir={tmp_path / 'out'}"
+    )
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()]
+    assert "job 's0': --measure=session runs the job's TF model" in p.stderr
+    assert not os.path.exists(tmp_path / "out")
