@@ -29,6 +29,7 @@ SCRIPTS = (
     "kill",
     "search_trace",
     "slaq",
+    "slaq_loss",
     "apply",
     "rl",
     "transfer",

@@ -12,6 +12,9 @@ Every comparison is against `fair`, the work-conserving fair share
    workloads of 20 Poisson-arriving jobs of each family, at 16, 32 and 64 slots;
 3. allocation latency against jobs and slots.
 
+Which loss signal a search should report (`placer-search --loss`) is
+bench/slaq_loss.py's, in its own section.
+
 Each target prints met / NOT met for the scale it was measured at. SLAQ's
 curve fits make a 20-job replay take about 20 s here, so the default scale
 is below the targets' 15 workloads (see --seeds); the section says which.

@@ -28,6 +28,7 @@ from absl import flags
 from placer import cli
 from placer.core.errors import InputError
 from placer.sharing.allocators import ALLOCATORS, OBJECTIVES
+from placer.sharing.report import DEFAULT_LOSS, LOSSES
 from placer.sharing.slaq import DEFAULT_EPOCH_S, NORMALISERS
 
 _JOBS = flags.DEFINE_string("jobs", None, "Jobs file (a .py config), e.g. configs/searches/demo.py.")
@@ -46,8 +47,8 @@ _NORMALISE = flags.DEFINE_enum(
 )
 _LOSS = flags.DEFINE_enum(
     "loss",
-    "mean",
-    ["mean", "best", "baseline"],
+    DEFAULT_LOSS,  # chosen by bench/slaq_loss.py (BENCHMARKS.md, "SLAQ: which loss signal")
+    list(LOSSES),
     "A search's loss for the allocator: mean sqrt step time of its batch, sqrt of the best step time so far, "
     "or the REINFORCE moving-average baseline.",
 )

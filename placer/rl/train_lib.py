@@ -115,7 +115,7 @@ def run(
     if resume:
         log(f"resumed at step {start}, best so far {float(trainer.best_time.numpy()):.4f} s")
     elif warm is not None:
-        imitation = _warm_start(trainer, problem, warm, tc, log)
+        imitation = apply_warm_start(trainer, problem, warm, tc, log)
     t_train = time.time()
     reached: list[tuple[int, float, float]] = []  # (step, seconds, best) whenever best improved
 
@@ -152,8 +152,16 @@ def _load(config, graph_path: str | None, log=print):
     )
 
 
-def _warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
-    """Imitates the warm-start placement, recorded as the best at step 0; returns what summary.json says of it."""
+def apply_warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
+    """Imitates the warm-start placement, recorded as the best at step 0; returns what summary.json says of it.
+
+    Args:
+      trainer: the Trainer, before its first step.
+      problem: its placement problem (grouped with the warm placement's devices as colours).
+      warm: (step time in seconds or None, Placement), as best_baseline returns.
+      tc: the config's `placer.train` section (warm_start_steps, warm_start_learning_rate).
+      log: where the summary line goes.
+    """
     step_time, placement = warm
     target = rl_math.group_devices_from_ops(
         placement.devices,

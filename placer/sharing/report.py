@@ -58,6 +58,9 @@ class JobCurve:
 
 
 LOSSES = ("mean", "best", "baseline")  # what a search reports to its allocator as its loss
+# The default of placer-search --loss: the signal SLAQ allocated best with in the "SLAQ: which loss
+# signal" section of BENCHMARKS.md (bench/slaq_loss.py; time to 90% measured on the best step time).
+DEFAULT_LOSS = "mean"
 
 
 def search_loss(kind: str, mean_loss: float, best_step_time: float, baseline: float | None) -> float:

@@ -53,7 +53,7 @@ class Search:
         workdir: str,
         lock: threading.Condition,
         wake: threading.Event,
-        loss: str = "mean",
+        loss: str = search_report.DEFAULT_LOSS,
         resume: bool = False,
     ):
         self.prep = prep

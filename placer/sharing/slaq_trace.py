@@ -36,12 +36,21 @@ class TraceJob:
       losses: [N + 1] loss after iterations 0..N (index 0: the initial loss).
       seconds: [N + 1, M] seconds iteration k takes on s = 1..M slots (row 0 unused);
         with more than M slots the job runs at its M-slot speed.
+      eval_losses: [N + 1] the curve simulate_sharing measures the job's progress on (time to
+        X%, quality), when it differs from the loss the allocator sees (e.g. the best-so-far
+        step time of a search that reports its mean); None: `losses`. Not saved in traces.
     """
 
     job_id: str
     arrival_s: float
     losses: np.ndarray
     seconds: np.ndarray
+    eval_losses: np.ndarray | None = None
+
+    @property
+    def quality_losses(self) -> np.ndarray:
+        """[N + 1] the curve progress is measured on: eval_losses, else losses."""
+        return self.losses if self.eval_losses is None else self.eval_losses
 
     @property
     def max_slots(self) -> int:
@@ -186,9 +195,11 @@ class SharingResult:
     Attributes:
       job_ids: [J] in trace order.
       arrivals: [J] arrival seconds.
-      curves: job_id -> ([n] seconds since the trace start, [n] loss), from the arrival on.
+      curves: job_id -> ([n] seconds since the trace start, [n] loss), from the arrival on;
+        the loss of the curve progress is measured on (TraceJob.quality_losses).
       time_to: fraction (TARGETS) -> [J] seconds from arrival until the job's loss
-        reduction reached that fraction of its total (L0 - L_N); inf if not within the horizon.
+        reduction reached that fraction of its total (L0 - L_N); inf if not within the
+        horizon, nan if the job's curve has no reduction (L_N >= L0).
       quality_times: [E] epoch start times, seconds.
       mean_quality: [E] mean normalised quality (L0 - L) / (L0 - L_N) of the jobs running
         then (arrived, not finished; SLAQ's measure); nan when none is running.
@@ -207,9 +218,12 @@ class SharingResult:
 
     def mean_time_to(self, fraction: float) -> float:
         """Mean seconds to reach `fraction` of the loss reduction; jobs that did not are counted
-        at the horizon (censored: the time they had)."""
+        at the horizon (censored: the time they had), jobs without a reduction left out (nan if all)."""
         t = self.time_to[fraction]
-        return float(np.mean(np.where(np.isfinite(t), t, self.horizon_s - self.arrivals)))
+        has = ~np.isnan(t)
+        if not has.any():
+            return math.nan
+        return float(np.mean(np.where(np.isfinite(t), t, self.horizon_s - self.arrivals)[has]))
 
     def average_quality(self) -> float:
         """Mean over epochs (with running jobs) of mean_quality."""
@@ -226,7 +240,8 @@ def simulate_sharing(
     are passed as JobStates to `allocator.allocate`; each then runs on its slots
     for the epoch, iteration k taking seconds[k, min(s, M) - 1] (an iteration
     interrupted by the epoch's end keeps its fraction done), and reports each
-    finished iteration. Jobs arriving mid-epoch wait for the next epoch.
+    finished iteration's `losses` value. Jobs arriving mid-epoch wait for the next
+    epoch. Progress (time to X%, quality) is measured on each job's quality_losses.
 
     Args:
       jobs: the trace.
@@ -244,8 +259,8 @@ def simulate_sharing(
     done_frac = np.zeros(n)  # fraction of the current iteration already done
     finished = np.zeros(n, dtype=bool)
     times = [[j.arrival_s] for j in jobs]
-    losses = [[float(j.losses[0])] for j in jobs]
-    total = np.array([j.losses[0] - j.losses[-1] for j in jobs])
+    losses = [[float(j.quality_losses[0])] for j in jobs]  # the curves progress is measured on
+    total = np.array([j.quality_losses[0] - j.quality_losses[-1] for j in jobs])
     quality_t, quality, allocations = [], [], []
     t = 0.0
     while t < horizon_s:
@@ -255,7 +270,7 @@ def simulate_sharing(
                 # The job's scaling as measured on its first iteration (seconds_1..seconds_M).
                 states[i] = JobState(jobs[i].job_id, max_slots=jobs[i].max_slots, profile=jobs[i].seconds[1])
                 states[i].report(0, jobs[i].losses[0])
-        q = [(jobs[i].losses[0] - losses[i][-1]) / total[i] if total[i] > 0 else 1.0 for i in running]
+        q = [(losses[i][0] - losses[i][-1]) / total[i] if total[i] > 0 else 1.0 for i in running]
         quality_t.append(t)
         quality.append(float(np.mean(q)) if q else math.nan)
         alloc = allocator.allocate([states[i] for i in running], num_slots) if running else {}
@@ -273,7 +288,7 @@ def simulate_sharing(
     time_to = {
         frac: np.array(
             [
-                time_to_fraction(times[i], losses[i], j.arrival_s, frac, total[i]) if total[i] > 0 else math.inf
+                time_to_fraction(times[i], losses[i], j.arrival_s, frac, total[i]) if total[i] > 0 else math.nan
                 for i, j in enumerate(jobs)
             ]
         )
@@ -318,7 +333,7 @@ def _run(
         done_frac[i] = 0.0
         state.report(k, float(job.losses[k]), secs, s)
         times.append(now)
-        losses.append(float(job.losses[k]))
+        losses.append(float(job.quality_losses[k]))
         next_iter[i] = k + 1
         if k + 1 > job.iterations:
             finished[i] = True

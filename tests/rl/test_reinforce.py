@@ -216,7 +216,7 @@ def test_warm_start_from_groups_that_mix_the_baselines_devices_records_what_it_i
     given = Simulator(graph, cluster).measure([baseline])[0].step_time
     assert given == pytest.approx(4.0)
     trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path), seed=0)
-    info = train_lib._warm_start(trainer, problem, (given, baseline), c.train, lambda *_: None)
+    info = train_lib.apply_warm_start(trainer, problem, (given, baseline), c.train, lambda *_: None)
     # Each group imitates its majority device, a different (here better) placement, measured as such.
     assert info["step_time"] == pytest.approx(3.0)
     best = trainer.best_placement()

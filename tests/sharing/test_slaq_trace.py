@@ -123,3 +123,41 @@ def test_synthetic_workload_shape_and_poisson_arrivals():
         assert 10 <= j.iterations <= 20 and j.seconds.shape == (j.iterations + 1, 4)
         assert np.all(np.diff(j.losses) <= 0)  # noiseless curves fall
         assert np.all(np.diff(j.seconds[1]) < 0)  # more slots, shorter iterations
+
+
+class _LargestLastLoss:
+    """The one slot to the running job whose last reported loss is largest (first on ties)."""
+
+    def allocate(self, states, num_slots):
+        top = max(range(len(states)), key=lambda i: (states[i].losses[-1], -i))
+        return {st.job_id: int(i == top) for i, st in enumerate(states)}
+
+
+def test_allocation_on_losses_progress_on_the_evaluation_curve():
+    # 1 slot, iterations of 1 s, epochs of 1 s. The allocator sees a: 4, 3, 2 and b: 5, 1, 0.5:
+    # t=0 b (5 > 4), t=1 a (4 > 1), t=2 a (3 > 1), t=3 b (a is done). Had it seen a's evaluation
+    # curve (4, 0.2, 0), t=2 would have gone to b (0.2 < 1).
+    ones = np.ones((3, 1))
+    a = TraceJob("a", 0.0, np.array([4.0, 3.0, 2.0]), ones, eval_losses=np.array([4.0, 0.2, 0.0]))
+    b = TraceJob("b", 0.0, np.array([5.0, 1.0, 0.5]), ones)
+    r = simulate_sharing([a, b], _LargestLastLoss(), 1, epoch_s=1.0, horizon_s=5.0)
+    np.testing.assert_allclose(r.curves["a"][0], [0.0, 2.0, 3.0])
+    np.testing.assert_allclose(r.curves["a"][1], [4.0, 0.2, 0.0])
+    np.testing.assert_allclose(r.curves["b"][0], [0.0, 1.0, 4.0])
+    # a on its evaluation curve: total 4, 90% needs <= 0.4, at t = 2 (on its losses it would be t = 3).
+    # b on its losses: total 4.5, 80% needs <= 1.4 (t = 1), 90% <= 0.95 (t = 4).
+    assert r.time_to[0.9].tolist() == [2.0, 4.0]
+    assert r.time_to[0.8].tolist() == [2.0, 1.0]
+    assert r.mean_time_to(0.9) == 3.0
+    # Quality at t = 2: a (4 - 0.2) / 4 = 0.95, b (5 - 1) / 4.5.
+    assert r.mean_quality[2] == pytest.approx((0.95 + 4.0 / 4.5) / 2)
+
+
+def test_a_job_without_reduction_has_no_time_to_and_is_left_out_of_the_mean():
+    # Two slots, one each (fair); x's evaluation curve is flat, y's falls 2 -> 0 in two 1 s iterations.
+    ones = np.ones((3, 1))
+    x = TraceJob("x", 0.0, np.array([3.0, 2.0, 1.0]), ones, eval_losses=np.full(3, 7.0))
+    y = TraceJob("y", 0.0, np.array([2.0, 1.0, 0.0]), ones)
+    r = simulate_sharing([x, y], FairAllocator(), 2, epoch_s=1.0, horizon_s=4.0)
+    assert np.isnan(r.time_to[0.9][0]) and r.time_to[0.9][1] == 2.0
+    assert r.mean_time_to(0.9) == 2.0

@@ -1,0 +1,181 @@
+"""Which loss signal SLAQ predicts and allocates best with: the "slaq_loss" section of BENCHMARKS.md.
+
+A placement search can report three losses to the allocator (`placer-search
+--loss`, placer.sharing.report.search_loss): `mean` (the mean sqrt step time of
+its batch), `best` (sqrt of the best step time so far) or `baseline` (REINFORCE's
+moving-average baseline). bench/search_trace.py records the same searches under
+all three (bench/data/search_trace.csv, search_trace_best.csv,
+search_trace_baseline.csv). For each signal:
+
+1. SLAQ's prediction error 10 iterations ahead on that signal's curves
+   (bench/slaq.py's prediction_error);
+2. SLAQ against `fair` at MAIN_SLOTS slots on the workloads bench/slaq.py draws
+   (rearrive, one per seed), the allocator fed that signal, but the time to 90%
+   always measured on the best-so-far signal (the quality a researcher gets
+   from a search; TraceJob.eval_losses), so that the signals are comparable.
+   `fair` does not look at losses, so its times are the same for every signal.
+
+The winner is the signal with the lowest median change against fair, ties
+broken by the lower median prediction error; placer-search's default --loss
+cites this section.
+
+Run: .venv/bin/python -m bench.slaq_loss [--seeds=N] [--processes=2]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from bench import report
+from bench import slaq as slaq_bench
+from placer.sharing.report import DEFAULT_LOSS
+from placer.sharing.slaq_trace import TraceJob, load_trace
+
+SIGNALS = ("mean", "best", "baseline")  # placer.sharing.report.LOSSES
+FULL_SEEDS = 15  # workloads the SLAQ targets ask for
+
+
+def signal_path(out: str, signal: str) -> str:
+    """The trace file of `signal` beside the mean signal's `out` (search_trace.csv -> search_trace_best.csv)."""
+    root, ext = os.path.splitext(out)
+    return out if signal == "mean" else f"{root}_{signal}{ext}"
+
+
+SIGNAL_TRACES = {s: signal_path(slaq_bench.SEARCH_TRACE, s) for s in SIGNALS}
+
+
+def with_best_evaluation(signal_jobs: list[TraceJob], best_jobs: list[TraceJob]) -> list[TraceJob]:
+    """The jobs of one signal, each evaluated on the same job's best-so-far curve.
+
+    Raises:
+      ValueError: the traces do not hold the same jobs with the same iterations and seconds.
+    """
+    best = {j.job_id: j for j in best_jobs}
+    out = []
+    for j in signal_jobs:
+        b = best.get(j.job_id)
+        if b is None or b.iterations != j.iterations or not np.array_equal(b.seconds[1:], j.seconds[1:]):
+            raise ValueError(f"job {j.job_id}: not the same search in the best-so-far trace")
+        out.append(dataclasses.replace(j, eval_losses=b.losses))
+    if len(out) != len(best):
+        raise ValueError("the traces hold different jobs")
+    return out
+
+
+def change_against_fair(fair_t90: np.ndarray, t90: np.ndarray) -> dict[str, float]:
+    """Median and largest per-workload change (t90 / fair_t90 - 1; negative: sooner than fair).
+
+    >>> change_against_fair(np.array([4.0, 2.0, 4.0]), np.array([3.0, 2.0, 6.0]))
+    {'change': 0.0, 'worst': 0.5}
+    """
+    change = np.asarray(t90, dtype=float) / np.asarray(fair_t90, dtype=float) - 1.0
+    return {"change": float(np.median(change)), "worst": float(change.max())}
+
+
+def winner(rows: dict[str, dict]) -> str:
+    """The signal with the lowest median change against fair; ties to the lower median prediction error.
+
+    >>> winner({"a": {"change": -0.1, "pred": 0.05}, "b": {"change": -0.1, "pred": 0.01}})
+    'b'
+    """
+    return min(rows, key=lambda s: (rows[s]["change"], rows[s]["pred"]))
+
+
+def _workload_t90(args: tuple) -> tuple[str, int, float, float]:
+    """Worker: (signal, seed, jobs) -> (signal, seed, fair's mean time to 90%, SLAQ's), seconds."""
+    signal, seed, jobs = args
+    share = slaq_bench.sharing([slaq_bench.rearrive(jobs, seed, slaq_bench.NUM_JOBS)], slaq_bench.MAIN_SLOTS, ("slaq",))
+    return signal, seed, share["fair"]["t90"], share["slaq"]["t90"]
+
+
+def measure(seeds: list[int], processes: int) -> dict[str, dict]:
+    """Per signal: prediction error and SLAQ's time to 90% (on best so far) against fair."""
+    traces = {s: load_trace(path) for s, path in SIGNAL_TRACES.items()}
+    jobs = {s: with_best_evaluation(traces[s], traces["best"]) for s in SIGNALS}
+    todo = [(s, seed, jobs[s]) for s in SIGNALS for seed in seeds]
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        done = pool.map(_workload_t90, todo, chunksize=1)
+    rows = {}
+    for s in SIGNALS:
+        pred = slaq_bench.prediction_error(traces[s])
+        fair = np.array([f for sig, _, f, _ in done if sig == s])
+        slaq = np.array([t for sig, _, _, t in done if sig == s])
+        rows[s] = {
+            "fits": pred["fits"],
+            "pred": pred["median"],
+            "p90": pred["p90"],
+            "fair_t90": float(np.median(fair)),
+            "slaq_t90": float(np.median(slaq)),
+            **change_against_fair(fair, slaq),
+        }
+    return rows
+
+
+def lines(rows: dict[str, dict], seeds: list[int], jobs: list[TraceJob]) -> list[str]:
+    warm = sum("-warm" in j.job_id for j in jobs)
+    scale = (
+        "at full scale"
+        if len(seeds) >= FULL_SEEDS
+        else f"NOT at full scale ({len(seeds)} workloads per signal; the SLAQ targets ask for {FULL_SEEDS})"
+    )
+    best = winner(rows)
+    out = [
+        f"The recorded searches ({len(jobs)}: {len(jobs) - warm} from scratch, {warm} warm-started;",
+        f"{jobs[0].iterations} iterations each) under each `--loss` signal. Prediction: `slaq_curves.recent_fit`",
+        f"{slaq_bench.AHEAD} iterations ahead on the signal's own curves, error relative to the recorded loss.",
+        f"Sharing: {slaq_bench.NUM_JOBS} jobs per workload drawn anew per seed, Poisson arrivals (mean",
+        f"{slaq_bench.MEAN_GAP_S:g} s), {slaq_bench.MAIN_SLOTS} slots, epochs of 5 s, medians over {len(seeds)} workloads",
+        f"(seeds {seeds[0]}..{seeds[-1]}), {scale}. SLAQ is fed the signal; the time to 90% is always",
+        "measured on the best-so-far signal (sqrt of the best step time), whatever the allocator saw; jobs",
+        "whose best never improved are left out of the mean. Change = median over workloads of",
+        "(SLAQ's mean time to 90%) / (fair's on the same workload) - 1: negative is sooner than fair.",
+        "",
+        "| signal | fits | prediction median | prediction p90 | fair: time to 90% (s) | slaq: time to 90% (s) "
+        "| slaq vs fair (worst) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s, r in rows.items():
+        out.append(
+            f"| {s} | {r['fits']} | {r['pred']:.2%} | {r['p90']:.2%} | {r['fair_t90']:.1f} | {r['slaq_t90']:.1f} "
+            f"| {r['change']:+.1%} ({r['worst']:+.1%}) |"
+        )
+    now = "the same" if best == DEFAULT_LOSS else "NOT the same"
+    out += [
+        "",
+        f"Winner (lowest median change against fair, ties to the lower prediction error): `{best}` "
+        f"({rows[best]['change']:+.1%} against fair). `placer-search --loss` defaults to `{DEFAULT_LOSS}`: {now}.",
+    ]
+    return out
+
+
+def main(seeds: list[int], processes: int) -> None:
+    started = time.time()
+    rows = measure(seeds, processes)
+    body = lines(rows, seeds, load_trace(SIGNAL_TRACES["mean"]))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=report.ROOT, capture_output=True, text=True)
+    body += [
+        "",
+        f"Whole benchmark: {time.time() - started:.0f} s, commit {commit.stdout.strip()}, --seeds={len(seeds)}, "
+        f"{processes} processes.",
+    ]
+    text = "\n".join(body)
+    print(text)
+    report.update_section("slaq_loss", "SLAQ: which loss signal", text, "bench/slaq_loss.py")
+
+
+def _flag(argv: list[str], name: str, default: int) -> int:
+    for a in argv:
+        if a.startswith(f"--{name}="):
+            return int(a.split("=", 1)[1])
+    return default
+
+
+if __name__ == "__main__":
+    main(list(range(_flag(sys.argv[1:], "seeds", FULL_SEEDS))), _flag(sys.argv[1:], "processes", 2))
