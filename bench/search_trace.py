@@ -35,7 +35,7 @@ bench/slaq.py draws new arrivals for each of its workloads). The searches run
 in --processes worker processes, each seeded by its job, so the losses do not
 depend on which process ran which job. About 25 minutes on 2 cores:
 
-  .venv/bin/python -m bench.search_trace [--steps=60] [--processes=2]
+  .venv/bin/python -m bench.search_trace [--steps=80] [--processes=2]
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from absl import app, flags
 from bench import slaq as slaq_bench
 from bench import slaq_loss
 
-_STEPS = flags.DEFINE_integer("steps", 60, "REINFORCE iterations per search.")
+_STEPS = flags.DEFINE_integer("steps", 80, "REINFORCE iterations per search.")
 _PROCESSES = flags.DEFINE_integer("processes", 2, "Worker processes running searches (one per core).")
 _JOBS = flags.DEFINE_integer("jobs", 20, "Searches recorded (the first of jobs(); fewer for a quick check).")
 _OUT = flags.DEFINE_string(
