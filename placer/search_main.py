@@ -50,7 +50,8 @@ _LOSS = flags.DEFINE_enum(
     DEFAULT_LOSS,  # chosen by bench/slaq_loss.py (BENCHMARKS.md, "SLAQ: which loss signal")
     list(LOSSES),
     "A search's loss for the allocator: mean sqrt step time of its batch, sqrt of the best step time so far, "
-    "or the REINFORCE moving-average baseline.",
+    f"or the REINFORCE moving-average baseline. Default {DEFAULT_LOSS}: the one SLAQ allocated best with "
+    "(BENCHMARKS.md, 'SLAQ: which loss signal').",
 )
 _ENGINE = flags.DEFINE_enum("engine", "inprocess", ["inprocess", "ray"], "Where measurement workers run.")
 _RAY_ADDRESS = flags.DEFINE_string("ray_address", None, "Ray cluster address (default: start a local Ray).")

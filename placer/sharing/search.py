@@ -6,9 +6,9 @@ Learning" (SoCC 2017), applied to the RL placer of Mirhoseini et al. (ICML
 epoch the allocator (SLAQ or fair share) reassigns the pool's slots. A search
 holding k slots samples k placements per iteration (its REINFORCE batch) and
 measures them in parallel, one per slot, through the engine (threads here, or
-Ray actors on several machines); each iteration reports its loss, the mean
-sqrt step time of its samples (failed samples at the trainer's failing step
-time, i.e. minus the mean reward), to its SLAQ JobState. A search without
+Ray actors on several machines); each iteration reports its loss (by default
+REINFORCE's moving-average baseline, a smoothed mean sqrt step time; see
+report.search_loss and report.DEFAULT_LOSS) to its SLAQ JobState. A search without
 slots waits. A search that raises is marked failed and its slots go back to
 the pool at once.
 """
