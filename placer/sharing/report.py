@@ -61,7 +61,7 @@ LOSSES = ("mean", "best", "baseline")  # what a search reports to its allocator 
 # The default of placer-search --loss: the signal SLAQ allocated best with in the "SLAQ: which loss
 # signal" section of BENCHMARKS.md (bench/slaq_loss.py, 15 workloads of the recorded searches on 32
 # slots, time to 90% measured on the best step time so far): baseline -8.0% against fair (slower on no
-# workload), mean -3.3%, best +14.9% (its flat steps starve searches that still improve).
+# workload), mean -3.3%, best +14.9%.
 DEFAULT_LOSS = "baseline"
 
 
