@@ -5,11 +5,14 @@
 
 Targets: 10/10 kill -9 runs of `placer-train` and 5/5 of `placer-search`
 resume to completion with every file valid. Each binary first runs once
-uninterrupted (its wall time T, from process start to exit). Each trial then
-runs it in a fresh workdir, sends SIGKILL at a moment drawn uniformly from
-(0.05 T, 0.75 T) by a seeded random.Random (so anywhere from the imports to
-the later steps), then runs it with `--resume` until it exits 0 (at most 3
-times). placer-train: the tiny NMT config, policy hidden size 16, a
+uninterrupted: W is the time it worked after saving its first progress (its
+first checkpoint; a search's first finished iteration) until it exited. Each
+trial then runs it in a fresh workdir, waits for its own first saved
+progress, sends SIGKILL after a further wait drawn uniformly from (0, 0.9 W)
+by a seeded random.Random, so that every kill cuts a run with work to lose,
+then runs it with `--resume` until it exits 0 (at most 3 times). A run that
+finishes before its kill (faster than the uninterrupted one) is run again
+with a new draw, up to 3 times, and the table says so. placer-train: the tiny NMT config, policy hidden size 16, a
 step-bounded run with a checkpoint every 10 steps. placer-search: the
 three-search workload of tests/sharing/test_search.py under the fair share,
 one run killed once per trial. Writes a section of BENCHMARKS.md.
@@ -47,6 +50,7 @@ TRAIN_FLAGS = [
 SEARCH_FLAGS = ["--slots=4", "--epoch_s=0.2", "--policy=fair"]
 SEARCHES = ("s0", "s1", "s2")
 RESUMES = 3  # --resume runs allowed per trial
+DRAWS = 3  # kill moments drawn per trial while the run finishes before its kill
 
 
 def _start(module: str, args: list[str], log_path: str) -> subprocess.Popen:
@@ -58,27 +62,39 @@ def _start(module: str, args: list[str], log_path: str) -> subprocess.Popen:
         )
 
 
-def _run(module: str, args: list[str], log_path: str, timeout_s: float) -> tuple[int, float]:
-    """Runs to the end (killed past `timeout_s`); returns (exit status, wall seconds)."""
+def _watch(module: str, args: list[str], log_path: str, progress, kill_after: float | None, timeout_s: float):
+    """Runs the binary; with `kill_after`, sends SIGKILL that many seconds after its first saved progress.
+
+    Args:
+      module: the binary's module.
+      args: its flags.
+      log_path: file its output is appended to.
+      progress: progress() -> True once the run has saved work of its own.
+      kill_after: seconds after the first progress to kill it; None = run to the end.
+      timeout_s: seconds before it is stopped anyway.
+
+    Returns:
+      (killed, exit status or None, seconds to the first progress or None, wall seconds).
+    """
     t0 = time.monotonic()
     proc = _start(module, args, log_path)
-    try:
-        return proc.wait(timeout=timeout_s), time.monotonic() - t0
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.wait(), time.monotonic() - t0
+    first = None
+    while proc.poll() is None:
+        now = time.monotonic() - t0
+        if first is None and progress():
+            first = now
+        if (first is not None and kill_after is not None and now - first >= kill_after) or now > timeout_s:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return now <= timeout_s, None, first, time.monotonic() - t0
+        time.sleep(0.05)
+    return False, proc.returncode, first, time.monotonic() - t0
 
 
-def _kill_at(module: str, args: list[str], log_path: str, seconds: float) -> bool:
-    """Starts the binary and sends SIGKILL after `seconds`; returns whether it was still running then."""
-    proc = _start(module, args, log_path)
-    try:
-        proc.wait(timeout=seconds)
-        return False
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        return True
+def _run(module: str, args: list[str], log_path: str, timeout_s: float) -> tuple[int, float]:
+    """Runs to the end (killed past `timeout_s`); returns (exit status, wall seconds)."""
+    _, code, _, wall = _watch(module, args, log_path, lambda: False, None, timeout_s)
+    return (code if code is not None else -9), wall
 
 
 def _read_json(path: str):
@@ -193,10 +209,10 @@ def check_search_workdir(out: str, steps: int, at_kill: dict[str, dict]) -> list
     return problems
 
 
-def _trial(module: str, args: list[str], workdir: str, kill_s: float, timeout_s: float, snapshot):
+def _trial(module, args, workdir: str, progress, kill_after: float, timeout_s: float, snapshot):
     """One kill and the resumes after it; returns (killed, resumes, final exit, what was on disk at the kill)."""
     log = workdir + ".log"
-    killed = _kill_at(module, args, log, kill_s)
+    killed, *_ = _watch(module, args, log, progress, kill_after, timeout_s)
     saved = snapshot(workdir)
     code, resumes = -1, 0
     while killed and code != 0 and resumes < RESUMES:
@@ -205,6 +221,16 @@ def _trial(module: str, args: list[str], workdir: str, kill_s: float, timeout_s:
     with open(log) as f:
         lines = [x for x in f.read().splitlines() if "resum" in x or "starting over" in x]
     return killed, resumes, code, saved, lines[-1].replace(workdir, "WORKDIR").split(",")[0][:70] if lines else ""
+
+
+def _checkpointed(workdir: str) -> bool:
+    """Whether placer-train has written its first checkpoint."""
+    return os.path.exists(os.path.join(workdir, "checkpoints", "checkpoint"))
+
+
+def _iterated(out: str) -> bool:
+    """Whether placer-search has saved a finished iteration of any search."""
+    return any(st.get("losses") for st in _search_state(out).values())
 
 
 def run_trials(binary: str, trials: int, rng: random.Random, folder: str, timeout_s: float, steps: int) -> list[list]:
@@ -220,6 +246,8 @@ def run_trials(binary: str, trials: int, rng: random.Random, folder: str, timeou
 
         def check(w, saved):
             return check_train_workdir(w, steps, saved)
+
+        saved_work = _checkpointed
     else:
         module = "placer.search_main"
         jobs = write_workload(folder, steps=steps, arrivals=(0.0, 0.0, 0.3))
@@ -232,24 +260,37 @@ def run_trials(binary: str, trials: int, rng: random.Random, folder: str, timeou
         def check(w, saved):
             return check_search_workdir(w, steps, saved)
 
+        saved_work = _iterated
+
     ref = os.path.join(folder, f"{binary}-ref")
-    code, wall = _run(module, make_args(ref), ref + ".log", timeout_s)
-    print(f"{binary}: uninterrupted run {wall:.1f} s, exit {code}", flush=True)
+    _, code, first, wall = _watch(module, make_args(ref), ref + ".log", lambda: saved_work(ref), None, timeout_s)
+    work_s = wall - (first if first is not None else wall)
+    saved_at = "never" if first is None else f"{first:.1f} s"
+    print(f"{binary}: uninterrupted run {wall:.1f} s, first work saved at {saved_at}, exit {code}", flush=True)
     problems = check(ref, None if binary == "placer-train" else {}) if code == 0 else [f"exit {code}"]
     rows = [[binary, "uninterrupted", "-", "-", "no" if problems else "yes", "; ".join(problems) or f"{wall:.1f} s"]]
     for t in range(trials):
-        w = os.path.join(folder, f"{binary}-{t}")
-        kill_s = rng.uniform(0.05, 0.75) * wall
-        killed, resumes, code, saved, note = _trial(module, make_args(w), w, kill_s, timeout_s, snapshot)
+        # A run that finishes before its kill (it worked faster than the uninterrupted one) is no
+        # trial: draw another moment, in a fresh workdir, up to DRAWS times.
+        for draw in range(DRAWS):
+            w = os.path.join(folder, f"{binary}-{t}-{draw}")
+            kill_s = rng.uniform(0.0, 0.9) * work_s
+            killed, resumes, code, saved, note = _trial(
+                module, make_args(w), w, lambda w=w: saved_work(w), kill_s, timeout_s, snapshot
+            )
+            if killed:
+                break
         problems = check(w, saved) if code == 0 or not killed else ["did not finish"]
         ok = killed and code == 0 and resumes == 1
         if binary == "placer-search" and killed:
             done = sum(len(st["losses"]) for st in saved.values())
             note = f"{done}/{len(SEARCHES) * steps} iterations saved at the kill" + (f"; {note}" if note else "")
         if not killed:
-            note = "finished before the kill"
+            note = f"finished before the kill, {DRAWS} times"
         elif resumes > 1:
             note = f"{resumes} resumes; " + note
+        if killed and draw:
+            note += f" ({draw} earlier run(s) finished before the kill drawn for them)"
         rows.append(
             [
                 binary,
@@ -292,12 +333,16 @@ def main() -> int:
         )
         print(lines[-1])
     table = tabulate(
-        rows, headers=["binary", "trial", "kill after (s)", "resumed ok", "files valid", "note"], tablefmt="github"
+        rows,
+        headers=["binary", "trial", "kill after first save (s)", "resumed ok", "files valid", "note"],
+        tablefmt="github",
     )
     body = (
         f"Commit {commit()}; {time.time() - start:.0f} s in all, on a machine shared with other jobs. Each trial: a "
-        f"fresh workdir, SIGKILL at a moment drawn uniformly from 5% to 75% of an uninterrupted run's wall time "
-        f"(random.Random({args.seed})), then `--resume` until it exits 0; resumed ok means one resume finished. "
+        f"fresh workdir, SIGKILL after its first saved progress (first checkpoint; a search's first finished "
+        f"iteration) plus a wait drawn uniformly from 0 to 90% of the time an uninterrupted run works after that "
+        f"(random.Random({args.seed})), then `--resume` until it exits 0; resumed ok means one resume finished; a run that finished before its "
+        f"kill is run again with a new draw (up to {DRAWS} times). "
         f"placer-train: `configs/nmt.py:tiny`, policy hidden size 16, --steps={args.train_steps}, a checkpoint every "
         f"10 steps; files valid: summary.json, run.json, history.json, curve.csv and best_placement.json parse, "
         f"every step once in order, the best no worse than the one saved at the kill. placer-search: the three "
