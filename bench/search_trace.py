@@ -106,7 +106,6 @@ def record(spec: str, cluster_name: str, seed: int, steps: int, warm: bool) -> d
     from placer.core import cluster as cluster_lib  # noqa: PLC0415
     from placer.core import configs_util  # noqa: PLC0415
     from placer.measure import registry  # noqa: PLC0415
-    from placer.rl import problem as problem_lib  # noqa: PLC0415
     from placer.rl import rl_math, train_lib  # noqa: PLC0415
     from placer.rl.reinforce import Trainer, seed_everything  # noqa: PLC0415
     from placer.sharing.report import search_loss  # noqa: PLC0415
@@ -121,9 +120,7 @@ def record(spec: str, cluster_name: str, seed: int, steps: int, warm: bool) -> d
     measurer = registry.make_measurer("sim", graph, cluster)
     quiet = lambda *_: None  # noqa: E731
     t0 = time.perf_counter()
-    best_baseline = train_lib.best_baseline(graph, cluster, measurer, tc.warm_start, seed, quiet) if warm else None
-    colours = None if best_baseline is None else best_baseline[1].devices
-    problem, _ = problem_lib.make_problem(graph, cluster, config.placer, op_colors=colours)
+    problem, _, best_baseline = train_lib.prepare_problem(graph, cluster, config.placer, measurer, seed, quiet)
     last: list = []
 
     class Recording:

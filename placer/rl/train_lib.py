@@ -83,14 +83,7 @@ def run(
     t0 = time.time()
     cluster, graph, measurer = _load(config, graph_path, log)
     kind, tc = config.measure, config.placer.train
-    warm = None
-    if tc.warm_start:  # deterministic, so a resumed search gets the same groups
-        log(f"warm start: placing and measuring {tc.warm_start}")
-        warm = best_baseline(graph, cluster, measurer, tc.warm_start, seed, log)
-    log(f"grouping {graph.num_ops} ops (target {config.placer.grouping.get('target_groups', 0)} groups)")
-    problem, groups = problem_lib.make_problem(
-        graph, cluster, config.placer, op_colors=None if warm is None else warm[1].devices
-    )
+    problem, groups, warm = prepare_problem(graph, cluster, config.placer, measurer, seed, log)
     log(
         f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
         f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s"
@@ -130,6 +123,27 @@ def run(
     atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
     _log_result(summary, last, log)
     return summary
+
+
+def prepare_problem(graph, cluster, placer_config, measurer, seed: int, log=print):
+    """Groups the graph and builds the problem, keeping the warm start's placement expressible.
+
+    With `placer_config.train.warm_start` set, the named baselines are placed
+    and measured first (deterministic, so a resumed search gets the same
+    groups) and the fastest one's devices colour the grouping.
+
+    Returns:
+      (Problem, Grouping, (step time s, Placement) of the warm start or None).
+    """
+    warm = None
+    if placer_config.train.warm_start:
+        log(f"warm start: placing and measuring {placer_config.train.warm_start}")
+        warm = best_baseline(graph, cluster, measurer, placer_config.train.warm_start, seed, log)
+    log(f"grouping {graph.num_ops} ops (target {placer_config.grouping.get('target_groups', 0)} groups)")
+    problem, groups = problem_lib.make_problem(
+        graph, cluster, placer_config, op_colors=None if warm is None else warm[1].devices
+    )
+    return problem, groups, warm
 
 
 def _check_options(config) -> None:

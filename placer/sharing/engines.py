@@ -44,12 +44,6 @@ def worker_fault(e: BaseException) -> Exception:
     return MeasurerBug(text) if isinstance(e, BUGS) else WorkerDied(text)
 
 
-def simulator_factory(graph, cluster, model=None):
-    """The default measurer of a worker: the simulator of `graph` on `cluster` (`model` unused)."""
-    del model
-    return Simulator(graph, cluster)
-
-
 class MeasurerFactory:
     """Builds a worker's measurer of one kind; picklable, so a Ray actor builds it in its own process.
 
@@ -126,7 +120,8 @@ class Engine:
         it (emulates a real device's run time with the simulator).
       factory: `factory(graph, cluster) -> Measurer`, or `factory(graph,
         cluster, model)` for a job with a model (its serialized MetaGraphDef),
-        built once per worker and job; must be picklable for Ray (e.g. MeasurerFactory).
+        built once per worker and job; must be picklable for Ray; default
+        MeasurerFactory() (the simulator).
     """
 
     def __init__(
@@ -135,12 +130,12 @@ class Engine:
         measure_timeout_s: float = 60.0,
         max_retries: int = 1,
         measure_seconds: float = 0.0,
-        factory: Callable = simulator_factory,
+        factory: Callable | None = None,
     ):
         self.measure_timeout_s = float(measure_timeout_s)
         self.max_retries = int(max_retries)
         self.measure_seconds = float(measure_seconds)
-        self.factory = factory
+        self.factory = factory if factory is not None else MeasurerFactory()
         self._jobs: dict[Hashable, tuple] = {}  # job -> (graph, cluster, model bytes or None)
         self._workers: dict[int, object] = {}  # slot -> its worker (thread or actor)
         self._next = 0  # number of the next new slot

@@ -23,7 +23,7 @@ import numpy as np
 
 from placer.core.errors import InputError
 from placer.core.placement import Placement
-from placer.sharing.engines import BUGS, Engine, MeasurerBug, WorkerDied, build_measurer, simulator_factory
+from placer.sharing.engines import BUGS, Engine, MeasurerBug, WorkerDied, build_measurer
 
 RESOURCE = "placer_slot"  # custom Ray resource: one per measurement slot
 
@@ -95,7 +95,6 @@ class RayEngine(Engine):
     """
 
     def __init__(self, num_slots: int, *, address: str | None = None, **options):
-        options.setdefault("factory", simulator_factory)
         super().__init__(**options)
         try:
             import ray  # noqa: PLC0415
