@@ -24,9 +24,7 @@ Run: .venv/bin/python -m bench.slaq_loss [--seeds=N] [--processes=2]
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
-import os
 import subprocess
 import sys
 import time
@@ -35,38 +33,12 @@ import numpy as np
 
 from bench import report
 from bench import slaq as slaq_bench
-from placer.sharing.report import DEFAULT_LOSS
+from bench.slaq import SIGNAL_TRACES, signal_path, with_best_evaluation  # noqa: F401 (signal_path: bench API)
+from placer.sharing.report import DEFAULT_LOSS, LOSSES
 from placer.sharing.slaq_trace import TraceJob, load_trace
 
-SIGNALS = ("mean", "best", "baseline")  # placer.sharing.report.LOSSES
+SIGNALS = LOSSES
 FULL_SEEDS = 15  # workloads the SLAQ targets ask for
-
-
-def signal_path(out: str, signal: str) -> str:
-    """The trace file of `signal` beside the mean signal's `out` (search_trace.csv -> search_trace_best.csv)."""
-    root, ext = os.path.splitext(out)
-    return out if signal == "mean" else f"{root}_{signal}{ext}"
-
-
-SIGNAL_TRACES = {s: signal_path(slaq_bench.SEARCH_TRACE, s) for s in SIGNALS}
-
-
-def with_best_evaluation(signal_jobs: list[TraceJob], best_jobs: list[TraceJob]) -> list[TraceJob]:
-    """The jobs of one signal, each evaluated on the same job's best-so-far curve.
-
-    Raises:
-      ValueError: the traces do not hold the same jobs with the same iterations and seconds.
-    """
-    best = {j.job_id: j for j in best_jobs}
-    out = []
-    for j in signal_jobs:
-        b = best.get(j.job_id)
-        if b is None or b.iterations != j.iterations or not np.array_equal(b.seconds[1:], j.seconds[1:]):
-            raise ValueError(f"job {j.job_id}: not the same search in the best-so-far trace")
-        out.append(dataclasses.replace(j, eval_losses=b.losses))
-    if len(out) != len(best):
-        raise ValueError("the traces hold different jobs")
-    return out
 
 
 def change_against_fair(fair_t90: np.ndarray, t90: np.ndarray) -> dict[str, float]:

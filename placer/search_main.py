@@ -1,8 +1,8 @@
 """placer-search: concurrent placement searches sharing a pool of measurement slots.
 
 Every epoch the pool's slots go to the searches by an allocator: `slaq` (most
-predicted loss reduction; Zhang et al., SoCC 2017), `slaq-safe` (SLAQ only for
-searches whose recent predictions held, the fair share for the others), `fair`
+predicted loss reduction; Zhang et al., SoCC 2017), `slaq-safe` (the fair
+share, with a slot moved only where SLAQ's gain outweighs its prediction errors), `fair`
 (the work-conserving fair share, the reference) or `fair-static` (an even
 split that leaves a capped search's spare slots idle). `--policy=both` runs
 SLAQ then fair on the same jobs, `--policy=all` every allocator.

@@ -7,25 +7,43 @@ running JobStates, earliest first, and never hands out more than num_slots.
   comparison is made against: slots a capped job cannot use go to the others.
 * `fair-static`: an even split whose unusable part stays idle.
 * `slaq`: placer.sharing.slaq.SlaqAllocator (Zhang et al., SoCC 2017).
-* `slaq-safe`: SLAQ for the jobs whose recent predictions held, the fair
-  share for the others (too little history, a recent jump, or a running
-  prediction error over SAFE_MAX_ERROR), so a job whose curve SLAQ cannot
-  predict is never starved by a wrong prediction.
+* `slaq-safe`: the fair share, from which a slot moves only where SLAQ's
+  predictions say so with room to spare (`safe_swaps`).
+
+How SLAQ-safe allocates: it starts from `fair` and moves one slot at a time
+from a donor job to a receiver job, only while the move pays even if both
+jobs' predictions err against it. Let e be a job's running prediction error
+(JobState.prediction_error: the median miss of its last few scored
+predictions relative to the progress made; 1 or more is no better than a
+guess). The receiver's predicted gain from one more slot (slaq.marginal_gains,
+the key SLAQ ranks slots by) is shrunk to gain x max(1 - e, 0); the donor's
+predicted loss from giving up its last slot is grown to loss x (1 + e); the
+slot moves only if the first exceeds the second by more than SAFE_MARGIN
+(relative). Each move pairs the largest shrunk gain with the smallest grown
+loss, until that pair fails; a donor keeps SAFE_KEEP slots. A job with fewer
+than SAFE_MIN_EPOCHS scored predictions, or fewer than slaq_curves.MIN_POINTS
+losses since its latest jump, neither gives nor receives: it keeps exactly
+its fair share. So no job loses a slot except to one whose fit has held and
+predicts clearly more progress from it, and when no job can be predicted the
+result is `fair` itself. (A job with e >= 1 may still give slots its fit
+calls nearly worthless: its loss, though doubled or more, stays small.)
 
 numpy only (no TensorFlow).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 
 import numpy as np
 
 from placer.sharing import slaq_curves
-from placer.sharing.slaq import DEFAULT_EPOCH_S, NORMALISERS, JobState, SlaqAllocator
+from placer.sharing.slaq import DEFAULT_EPOCH_S, NORMALISERS, JobState, SlaqAllocator, marginal_gains
 
-SAFE_MAX_ERROR = 0.5  # running progress error above which a job's predictions are unreliable (our choice)
-SAFE_MIN_EPOCHS = 2  # scored predictions a job needs before SLAQ allocates for it (our choice)
+SAFE_MARGIN = 0.5  # advantage a slot move needs beyond the prediction errors (our choice)
+SAFE_KEEP = 1  # slots a donor keeps (our choice)
+SAFE_MIN_EPOCHS = 2  # scored predictions a job needs before SLAQ-safe moves its slots (our choice)
 OBJECTIVES = {"total": "total", "maxmin": "min"}  # CLI name -> SlaqAllocator objective
 
 
@@ -104,43 +122,90 @@ class StaticFairAllocator:
         return out
 
 
-def reliable(job: JobState) -> bool:
-    """Whether SLAQ-safe trusts a job's predictions: enough scored epochs, a regime long
-    enough to fit (slaq_curves.MIN_POINTS losses since the latest jump), and a running
-    prediction error of at most SAFE_MAX_ERROR."""
+def scored_error(job: JobState) -> float:
+    """A job's running prediction error (JobState.prediction_error, >= 0) once SLAQ-safe may move
+    its slots; NaN before SAFE_MIN_EPOCHS scored predictions or while its current regime is too
+    short to fit (slaq_curves.MIN_POINTS losses since the latest jump)."""
     err = job.prediction_error
-    return (
-        job.scored_epochs >= SAFE_MIN_EPOCHS
-        and job.regime_points >= slaq_curves.MIN_POINTS
-        and err is not None
-        and err <= SAFE_MAX_ERROR
-    )
+    if err is None or job.scored_epochs < SAFE_MIN_EPOCHS or job.regime_points < slaq_curves.MIN_POINTS:
+        return math.nan
+    return float(err)
+
+
+def reliable(job: JobState) -> bool:
+    """Whether SLAQ-safe may give a job more than its fair share: a scored error below 1."""
+    return bool(scored_error(job) < 1.0)
+
+
+def safe_swaps(
+    fair: np.ndarray, gains: np.ndarray, errors: np.ndarray, margin: float = SAFE_MARGIN, keep: int = SAFE_KEEP
+) -> np.ndarray:
+    """Moves slots away from a fair allocation only where the prediction errors cannot undo the gain.
+
+    A slot goes from donor d to receiver r while the receiver's pessimistic gain
+    beats the donor's optimistic loss by the margin:
+    gains[r, a_r] * max(1 - e_r, 0) > (1 + margin) * gains[d, a_d - 1] * (1 + e_d),
+    i.e. r's predicted gain shrunk by its error against d's predicted loss grown by
+    its error. Each step takes the largest pessimistic gain and the smallest
+    optimistic loss; marginal gains do not grow with slots, so it stops when the
+    best pair fails. Jobs with a NaN error never move; every donor keeps `keep` slots.
+
+    Args:
+      fair: [J] int fair shares (water_fill).
+      gains: [J, C] predicted normalised gain of each job's s-th slot in column s - 1
+        (slaq.marginal_gains; -inf beyond a job's cap), C at least the most slots a job may get.
+      errors: [J] running prediction errors, >= 0 (NaN: the job keeps its fair share).
+      margin: relative advantage a move needs on top of the errors.
+      keep: fewest slots a donor is left with.
+
+    Returns:
+      [J] int slots per job, summing to fair.sum().
+
+    >>> safe_swaps(np.array([2, 2]), np.array([[9.0, 8.0, 7.0], [1.0, 1.0, 1.0]]), np.array([0.0, 0.0])).tolist()
+    [3, 1]
+    """
+    alloc = np.asarray(fair, dtype=np.int64).copy()
+    errors = np.asarray(errors, dtype=float)
+    width = gains.shape[1]
+    rows = np.arange(alloc.size)
+    movable = np.isfinite(errors)
+    shrink = np.where(movable, np.clip(1.0 - errors, 0.0, 1.0), 0.0)
+    for _ in range(int(alloc.sum())):
+        nxt = np.where(movable & (alloc < width), gains[rows, np.minimum(alloc, width - 1)], -np.inf)
+        cur = np.where(movable & (alloc > keep), gains[rows, np.maximum(alloc - 1, 0)], np.inf)
+        pessimistic = np.where(np.isfinite(nxt), np.maximum(nxt, 0.0) * shrink, -np.inf)
+        optimistic = np.maximum(cur, 0.0) * (1.0 + np.where(movable, errors, 0.0))
+        r, d = int(np.argmax(pessimistic)), int(np.argmin(optimistic))
+        if r == d or not pessimistic[r] > (1.0 + margin) * optimistic[d]:
+            break  # r == d: the job's own next gain is at most its last slot's, so no pair qualifies
+        alloc[r] += 1
+        alloc[d] -= 1
+    return alloc
 
 
 class SafeSlaqAllocator:
-    """SLAQ-safe: unreliable jobs get their work-conserving fair share, the rest go by SLAQ.
+    """SLAQ-safe: the fair share, with slots moved only where the predictions' errors cannot undo the gain.
 
     Args:
-      **slaq_options: passed to SlaqAllocator (objective, epoch_s, normalise).
+      epoch_s: seconds between reallocations.
+      normalise: a NORMALISERS entry (see placer.sharing.slaq).
+      **_: the other SlaqAllocator options (the objective), accepted and unused.
     """
 
-    def __init__(self, **slaq_options):
-        self.slaq = SlaqAllocator(**slaq_options)
-        self.epoch_s = self.slaq.epoch_s
+    def __init__(self, *, epoch_s: float = DEFAULT_EPOCH_S, normalise: str = "max_change", **_):
+        self.epoch_s = float(epoch_s)
+        self.normalise = normalise
 
     def allocate(self, jobs: Sequence[JobState], num_slots: int) -> dict[Hashable, int]:
-        """{job_id: slots}: fair shares for the unreliable jobs, SLAQ over the slots left for the others."""
+        """{job_id: slots}: `water_fill`, then `safe_swaps` over the jobs' predicted marginal gains."""
         if not jobs:
             return {}
-        for j in jobs:
-            j.model_row()  # fits every job, so each one's predictions are scored, trusted or not
         fair = water_fill(_caps(jobs), num_slots)
-        trusted = [reliable(j) for j in jobs]
-        out = {j.job_id: int(f) for j, f, t in zip(jobs, fair, trusted, strict=True) if not t}
-        rest = [j for j, t in zip(jobs, trusted, strict=True) if t]
-        if rest:
-            out.update(self.slaq.allocate(rest, max(num_slots - sum(out.values()), 0)))
-        return {j.job_id: out[j.job_id] for j in jobs}
+        width = int(min(num_slots, max(_caps(jobs))))  # the most slots any job could end up with
+        gains = marginal_gains(jobs, width, epoch_s=self.epoch_s, normalise=self.normalise)
+        errors = np.array([scored_error(j) for j in jobs])
+        alloc = safe_swaps(fair, gains, errors)
+        return {j.job_id: int(a) for j, a in zip(jobs, alloc, strict=True)}
 
 
 ALLOCATORS = ("slaq", "slaq-safe", "fair", "fair-static")

@@ -301,6 +301,26 @@ def _slot_keys(
     return keys
 
 
+def _model(jobs: Sequence[JobState]) -> dict[str, np.ndarray]:
+    """The jobs' model rows as [J, 1] columns (and their measured profiles, if any)."""
+    m = _unpack(np.array([j.model_row() for j in jobs], dtype=float))
+    profiles = stack_profiles([j.profile for j in jobs])
+    if profiles is not None:
+        m["profile"] = profiles
+    return m
+
+
+def marginal_gains(
+    jobs: Sequence[JobState], max_slots: int, *, epoch_s: float = DEFAULT_EPOCH_S, normalise: str = "max_change"
+) -> np.ndarray:
+    """[J, max_slots] predicted normalised gain g_j(s) - g_j(s - 1) of each job's s-th slot over an
+    epoch of epoch_s seconds (column s - 1; the total objective's key, non-increasing in s), -inf
+    beyond a job's cap; normalise is a NORMALISERS entry."""
+    if not jobs or max_slots < 1:
+        return np.zeros((len(jobs), max(max_slots, 0)))
+    return _slot_keys(_model(jobs), np.arange(1.0, max_slots + 1.0), epoch_s, "total", normalise)
+
+
 class SlaqAllocator:
     """Reassigns slots every epoch to the jobs with the most predicted progress.
 
@@ -343,10 +363,7 @@ class SlaqAllocator:
         n = len(jobs)
         if n == 0:
             return {}
-        m = _unpack(np.array([j.model_row() for j in jobs], dtype=float))
-        profiles = stack_profiles([j.profile for j in jobs])
-        if profiles is not None:
-            m["profile"] = profiles
+        m = _model(jobs)
         if num_slots < n:
             first = _slot_keys(m, np.array([1.0]), self.epoch_s, self.objective, self.normalise)[:, 0]
             chosen = set(np.argsort(-first, kind="stable")[: max(num_slots, 0)].tolist())
