@@ -73,7 +73,7 @@ _PARALLEL = [1.0 / s for s in range(1, 9)]  # seconds per iteration on 1..8 slot
 
 
 def _line(k):
-    """Falls 0.1 per iteration: SLAQ predicts it within a few % (normalised gain 1 per iteration)."""
+    """Falls 0.1 per iteration (normalised gain 1 per iteration)."""
     return 10.0 - 0.1 * k
 
 
@@ -94,26 +94,28 @@ def _replay(curves, iterations=30, slots=8):
 
 
 def test_slaq_safe_moves_slots_to_a_reliable_job_with_a_far_larger_gain():
-    # Both curves are predicted almost exactly. On s slots the line runs 5 s / (1/s s) = 5 s iterations
-    # per epoch, each worth a normalised 1, so each slot gains it about 5; the flat curve gains nothing.
-    # From the fair 4 + 4 every slot but the one the donor keeps moves: 7 + 1, what SLAQ gives too.
+    # Both curves are predicted well (running errors about 0.1 and 0). On s slots the line runs
+    # 5 s / (1/s s) = 5 s iterations per epoch, each worth a normalised 1, so each slot gains it
+    # about 5 (a little less as its fit flattens); the flat curve gains nothing. From the fair
+    # 4 + 4 every slot but the one the donor keeps moves: 7 + 1, what SLAQ gives too.
     jobs, got = _replay({"line": _line, "flat": _flat})
-    assert all(j.prediction_error < 0.05 for j in jobs)
+    assert all(j.prediction_error < 0.2 for j in jobs)
     assert got == {"line": 7, "flat": 1} == SlaqAllocator().allocate(jobs, 8)
 
 
 def test_slaq_safe_keeps_the_fair_share_when_predictions_are_unreliable():
-    # Each loss rises now and then (the zigzag every other iteration, the flat curve steadily from
-    # iteration 25): a prediction never has the loss rise, so it misses by at least the whole progress
-    # made, an error of 1 or more: no gain is left after shrinking by (1 - error), and SLAQ's 7 + 1
-    # becomes the fair 4 + 4.
+    # The zigzag rises every other iteration, which no prediction foresees (the predicted loss never
+    # rises), so each rise is missed by more than the whole change: its running error is above 1 and
+    # its gains shrink to nothing. The wobble has flattened out and its fit predicts no progress,
+    # while it moves by 0.001 each iteration: every prediction misses all of it, an error of exactly 1.
+    # SLAQ would move the wobble's slots to the zigzag (7 + 1); SLAQ-safe keeps the fair 4 + 4.
     zigzag = lambda k: _line(k) + 0.15 * (k % 2)  # noqa: E731
-    rising = lambda k: _flat(min(k, 25)) + 0.01 * max(k - 25, 0)  # noqa: E731
-    jobs, got = _replay({"zigzag": zigzag, "rising": rising})
-    assert all(j.prediction_error >= 1.0 for j in jobs) and not any(reliable(j) for j in jobs)
-    # (Either could still donate, a loss grown to 2 or more times its prediction, but neither can receive.)
-    assert SlaqAllocator().allocate(jobs, 8) == {"zigzag": 7, "rising": 1}
-    assert got == {"zigzag": 4, "rising": 4}
+    wobble = lambda k: _flat(k) + 0.001 * (k % 2)  # noqa: E731
+    jobs, got = _replay({"zigzag": zigzag, "wobble": wobble})
+    assert jobs[0].prediction_error > 1.0 and jobs[1].prediction_error == pytest.approx(1.0)
+    assert not any(reliable(j) for j in jobs)
+    assert SlaqAllocator().allocate(jobs, 8) == {"zigzag": 7, "wobble": 1}
+    assert got == {"zigzag": 4, "wobble": 4}
     # Before any prediction is scored no job is trusted either: the fair share exactly.
     fresh = [JobState("x"), JobState("y", max_slots=2)]
     assert SafeSlaqAllocator().allocate(fresh, 9) == FairAllocator().allocate(fresh, 9) == {"x": 7, "y": 2}
