@@ -10,9 +10,7 @@ convergence families of iterative optimisers:
   linearly converging methods        mu^(k - b) + c
 
 by weighted least squares whose weights decay exponentially with age, so
-recent iterations count most. A loss that has never been negative (a
-cross-entropy, a square-rooted step time) is fitted with its asymptote held at
-or above 0, so a steep recent fall is not extrapolated below zero. Everything here is a pure function of numpy
+recent iterations count most. Everything here is a pure function of numpy
 arrays; numpy and scipy only (no TensorFlow).
 """
 
@@ -178,11 +176,11 @@ def _fallback(iters: np.ndarray, losses: np.ndarray) -> CurveFit:
     )
 
 
-def _initial_guesses(x: np.ndarray, z: np.ndarray, floor: float) -> dict[int, list[np.ndarray]]:
-    """Starting points per family code, from the first and last points (asymptote above `floor`)."""
+def _initial_guesses(x: np.ndarray, z: np.ndarray) -> dict[int, list[np.ndarray]]:
+    """Starting points per family code, from the first and last points."""
     span = max(float(x[-1]), 1.0)
     guesses: dict[int, list[np.ndarray]] = {1: [], 2: [], 3: []}
-    for c in (max(-0.05, floor / 2.0),):
+    for c in (-0.05,):
         z0, z1 = max(float(z[0]) - c, 1e-3), max(float(z[-1]) - c, 1e-3)
         b = 1.0 / z0
         a = max((1.0 / z1 - b) / span, 1e-6)
@@ -199,33 +197,26 @@ def _initial_guesses(x: np.ndarray, z: np.ndarray, floor: float) -> dict[int, li
 _LOG_PARAMS = {1: 3, 2: 2, 3: 2}  # leading log-parameters per family code
 
 
-def _to_params(code: int, theta: np.ndarray, floor: float) -> np.ndarray:
+def _to_params(code: int, theta: np.ndarray) -> np.ndarray:
     n = _LOG_PARAMS[code]
     p4 = np.zeros(4)
     p4[:n] = np.exp(np.clip(theta[:n], -50.0, 50.0))
-    p4[n : theta.size] = _asymptote(theta[n], floor)
+    p4[n : theta.size] = theta[n:]
     return p4
 
 
-def _to_theta(code: int, p: np.ndarray, floor: float) -> np.ndarray:
+def _to_theta(code: int, p: np.ndarray) -> np.ndarray:
     n = _LOG_PARAMS[code]
-    asym = p[n] if not np.isfinite(floor) else math.log(max(p[n] - floor, 1e-12))
-    return np.concatenate([np.log(np.maximum(p[:n], 1e-12)), [asym]])
-
-
-def _asymptote(t: float, floor: float) -> float:
-    """The asymptote of parameter t: t itself without a floor, else floor + exp(t) (above the floor)."""
-    return t if not np.isfinite(floor) else floor + _exp(t)
+    size = 4 if code == 1 else 3
+    return np.concatenate([np.log(np.maximum(p[:n], 1e-12)), p[n:size]])
 
 
 def _exp(v: float) -> float:
     return math.exp(min(max(v, -50.0), 50.0))
 
 
-def _residual_and_jacobian(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarray, floor: float):
+def _residual_and_jacobian(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarray):
     """Weighted residual sw * (f(x) - z) of a family and its Jacobian in log-parameters.
-
-    The asymptote (the last parameter) is floor + exp(t) when `floor` is finite, else t.
 
     The Jacobian is returned transposed ([params, points], leastsq's col_deriv=1).
     """
@@ -234,16 +225,14 @@ def _residual_and_jacobian(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarr
     jac[-1] = sw
 
     def residual(theta):
-        c = _asymptote(theta[-1], floor)
         if code == 1:
-            return sw * (1.0 / (_exp(theta[0]) * x2 + _exp(theta[1]) * x + _exp(theta[2])) + c - z)
+            return sw * (1.0 / (_exp(theta[0]) * x2 + _exp(theta[1]) * x + _exp(theta[2])) + theta[3] - z)
         if code == 2:
-            return sw * (1.0 / (_exp(theta[0]) * x + _exp(theta[1])) + c - z)
-        return sw * (_exp(theta[0]) * np.exp(-_exp(theta[1]) * x) + c - z)
+            return sw * (1.0 / (_exp(theta[0]) * x + _exp(theta[1])) + theta[2] - z)
+        return sw * (_exp(theta[0]) * np.exp(-_exp(theta[1]) * x) + theta[2] - z)
 
     def jacobian(theta):
         e0, e1 = _exp(theta[0]), _exp(theta[1])
-        jac[-1] = sw if not np.isfinite(floor) else sw * _exp(theta[-1])
         if code == 1:
             e2 = _exp(theta[2])
             g = -sw / (e0 * x2 + e1 * x + e2) ** 2
@@ -259,16 +248,16 @@ def _residual_and_jacobian(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarr
     return residual, jacobian
 
 
-def _fit_family(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarray, starts: list[np.ndarray], floor: float):
+def _fit_family(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarray, starts: list[np.ndarray]):
     """Best weighted least-squares fit of one family; (params4, weighted sq. residual) or None.
 
     Uses MINPACK's Levenberg-Marquardt (scipy.optimize.leastsq, as curve_fit
     does) with an analytic Jacobian: a few milliseconds for 100 points.
     """
-    residual, jacobian = _residual_and_jacobian(code, x, z, sw, floor)
+    residual, jacobian = _residual_and_jacobian(code, x, z, sw)
     best = None
     for p0 in starts:
-        theta0 = _to_theta(code, p0, floor)
+        theta0 = _to_theta(code, p0)
         if x.size < theta0.size:
             continue
         try:
@@ -282,7 +271,7 @@ def _fit_family(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarray, starts:
             continue
         cost = float(np.sum(fun**2))
         if best is None or cost < best[1]:
-            best = (_to_params(code, theta, floor), cost)
+            best = (_to_params(code, theta), cost)
     return best
 
 
@@ -293,8 +282,7 @@ def fit_curve(
 
     Each family is fitted by weighted least squares (scipy.optimize.leastsq, see `_fit_family`)
     over the last `window` points, a point `j` iterations older than the newest
-    weighing `decay**j`; the family with the lowest weighted residual wins. When no loss is
-    negative, every family's asymptote is kept at or above 0.
+    weighing `decay**j`; the family with the lowest weighted residual wins.
     With fewer than `min_points` points, a flat history, or no family fitting,
     the result is the fallback: the recent mean change extrapolated linearly.
 
@@ -321,9 +309,8 @@ def fit_curve(
     w = decay ** (x[-1] - x)
     sw = np.sqrt(w / w.sum())
     best = None
-    floor = -loc / scale if loc >= 0 else -np.inf  # a loss never below 0 is not predicted below 0
-    for code, starts in _initial_guesses(x, z, floor).items():
-        got = _fit_family(code, x, z, sw, starts, floor)
+    for code, starts in _initial_guesses(x, z).items():
+        got = _fit_family(code, x, z, sw, starts)
         if got is not None and (best is None or got[1] < best[2]):
             best = (code, got[0], got[1])
     if best is None:

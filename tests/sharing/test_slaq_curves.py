@@ -93,16 +93,3 @@ def test_runtime_model_fit_and_single_point_assumption():
     one = runtime_model.fit_runtime([2, 2], [3.0, 3.0])  # linear scaling from 6 slot-seconds
     np.testing.assert_allclose(one.seconds([1, 2, 3]), [6.0, 3.0, 2.0])
     assert runtime_model.fit_runtime([], []) == runtime_model.DEFAULT_RUNTIME
-
-
-def test_a_loss_never_negative_is_not_predicted_negative():
-    # A nearly straight fall to 0.1 in 10 iterations: every family extrapolates
-    # it below zero unless the asymptote is held at or above 0.
-    iters = np.arange(11.0)
-    losses = 1.0 - 0.09 * iters + 0.002 * iters**2 / 10
-    fit = sc.fit_curve(iters, losses)
-    assert fit.asymptote >= 0.0
-    assert np.all(sc.predict_many(fit, [20.0, 50.0, 1000.0]) >= 0.0)
-    # The same shape shifted below zero has no floor: it is extrapolated past its minimum.
-    shifted = sc.fit_curve(iters, losses - 2.0)
-    assert sc.predict(shifted, 30.0) < losses[-1] - 2.0 - 0.1
