@@ -132,11 +132,6 @@ def scored_error(job: JobState) -> float:
     return float(err)
 
 
-def reliable(job: JobState) -> bool:
-    """Whether SLAQ-safe may give a job more than its fair share: a scored error below 1."""
-    return bool(scored_error(job) < 1.0)
-
-
 def safe_swaps(
     fair: np.ndarray, gains: np.ndarray, errors: np.ndarray, margin: float = SAFE_MARGIN, keep: int = SAFE_KEEP
 ) -> np.ndarray:

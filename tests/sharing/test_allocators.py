@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from placer.sharing import slaq_curves
-from placer.sharing.allocators import FairAllocator, SafeSlaqAllocator, make_allocator, reliable, safe_swaps
+from placer.sharing.allocators import FairAllocator, SafeSlaqAllocator, make_allocator, safe_swaps, scored_error
 from placer.sharing.slaq import JobState, SlaqAllocator
 
 
@@ -113,7 +113,7 @@ def test_slaq_safe_keeps_the_fair_share_when_predictions_are_unreliable():
     wobble = lambda k: _flat(k) + 0.001 * (k % 2)  # noqa: E731
     jobs, got = _replay({"zigzag": zigzag, "wobble": wobble})
     assert jobs[0].prediction_error > 1.0 and jobs[1].prediction_error == pytest.approx(1.0)
-    assert not any(reliable(j) for j in jobs)
+    assert all(scored_error(j) >= 1.0 for j in jobs)
     assert SlaqAllocator().allocate(jobs, 8) == {"zigzag": 7, "wobble": 1}
     assert got == {"zigzag": 4, "wobble": 4}
     # Before any prediction is scored no job is trusted either: the fair share exactly.
