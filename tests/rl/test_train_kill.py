@@ -9,14 +9,12 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 
 from placer.core import io as graph_io
-from placer.core.op_graph import OpGraph
 from tests.cli import ROOT
+from tests.rl.chains import MB, two_chains, write_gpu_cluster
 
-MB = 1 << 20
 STEPS = 400
 DEVICES = [f"/device:GPU:{i}" for i in range(2)]
 COLUMNS = ["step", "samples", "wall_seconds", "mean_step_time", "best_step_time", "entropy"]
@@ -26,24 +24,9 @@ COLUMNS = ["step", "samples", "wall_seconds", "mean_step_time", "best_step_time"
 def files(tmp_path_factory):
     """Two chains of three ops with uneven costs, and a cluster of two GPUs."""
     d = tmp_path_factory.mktemp("kill")
-    names = [f"{c}{i}" for c in "ab" for i in range(3)]
-    edges = [(f"{c}{i}", f"{c}{i + 1}", 10 * MB) for c in "ab" for i in range(2)]
-    graph = OpGraph.create(
-        "two_chains",
-        names,
-        ["MatMul"] * 6,
-        edges,
-        output_bytes=[10 * MB] * 6,
-        device_types=["GPU"],
-        compute_cost=np.array([[1.0], [2.0], [3.0], [3.0], [1.0], [2.0]]),
-    )
+    graph = two_chains(10 * MB, [1.0, 2.0, 3.0, 3.0, 1.0, 2.0])
     graph_io.save(graph, str(d / "g.graph.json"))
-    spec = {
-        "name": "gpus",
-        "devices": [{"name": n, "type": "GPU", "memory_bytes": 16 << 30} for n in DEVICES],
-        "links": {"default": {"bandwidth": 100 * MB, "latency": 0.0}},
-    }
-    (d / "gpus.json").write_text(json.dumps(spec))
+    write_gpu_cluster(d / "gpus.json", "gpus")
     return d, graph
 
 

@@ -10,37 +10,23 @@ import pytest
 
 from placer.core import io as graph_io
 from placer.core.op_graph import OpGraph
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MB = 1 << 20
+from tests.cli import ROOT
+from tests.rl.chains import MB, two_chains, write_gpu_cluster
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("train")
+    graph = two_chains(100 * MB, np.ones(6))
+    graph_io.save(graph, str(d / "g.graph.json"))
     names = [f"{c}{i}" for c in "ab" for i in range(3)]
     edges = [(f"{c}{i}", f"{c}{i + 1}", 100 * MB) for c in "ab" for i in range(2)]
-    graph = OpGraph.create(
-        "two_chains",
-        names,
-        ["MatMul"] * 6,
-        edges,
-        output_bytes=[100 * MB] * 6,
-        device_types=["GPU"],
-        compute_cost=np.ones((6, 1)),
-    )
-    graph_io.save(graph, str(d / "g.graph.json"))
     other = OpGraph.create(
         "other", names[:4], ["MatMul"] * 4, edges[:2], device_types=["GPU"], compute_cost=np.ones((4, 1))
     )
     graph_io.save(other, str(d / "other.graph.json"))
     for name, mem in (("gpus", 16 << 30), ("tiny", 1 * MB)):
-        spec = {
-            "name": name,
-            "devices": [{"name": f"/device:GPU:{i}", "type": "GPU", "memory_bytes": mem} for i in range(2)],
-            "links": {"default": {"bandwidth": 100 * MB, "latency": 0.0}},
-        }
-        (d / f"{name}.json").write_text(json.dumps(spec))
+        write_gpu_cluster(d / f"{name}.json", name, mem)
     return d
 
 

@@ -19,33 +19,37 @@ def local_ray():
     ray.shutdown()
 
 
+def run_fair_killing_slot_0(engine, prepared, workdir: str, epoch_s: float, ready) -> dict:
+    """Runs the searches under `fair` on `engine`, killing slot 0's actor once at the first epoch
+    whose allocation `ready(slots)` accepts; checks that the slot got a fresh actor and that the
+    dead actor's placements were measured elsewhere. Returns the run's summary."""
+    killed = []
+    lock = threading.Lock()
+
+    def on_epoch(now, slots):
+        # The searches' next calls on the killed actor fail over.
+        with lock:
+            if not killed and ready(slots):
+                killed.append(engine.actors[0])
+                ray.kill(engine.actors[0])
+
+    summary = search.run_policy(
+        prepared, engine, "fair", epoch_s=epoch_s, workdir=workdir, log=lambda *a: None, on_epoch=on_epoch
+    )
+    assert killed and engine.actors[0] is not killed[0]  # slot 0 got a fresh actor
+    assert engine.retried >= 1  # the dead actor's placements were measured elsewhere
+    return summary
+
+
 def test_killing_a_slot_actor_mid_run_does_not_stop_the_run(local_ray, tmp_path):
     work = search_jobs.load_workload(write_workload(tmp_path, steps=4, arrivals=(0.0, 0.0, 0.0)))
     prepared = search.prepare(work, log=lambda *a: None)
-    killed = []
-    lock = threading.Lock()
     with RayEngine(4) as engine:
         assert engine.num_slots == 4
-
-        def on_epoch(now, slots):
-            # With all three searches running, fair share hands out all 4 slots, so slot 0 is in use:
-            # kill its actor once; the searches' next calls on it fail over.
-            with lock:
-                if not killed and len(slots) == 3:
-                    killed.append(engine.actors[0])
-                    ray.kill(engine.actors[0])
-
-        summary = search.run_policy(
-            prepared,
-            engine,
-            "fair",
-            epoch_s=0.3,
-            workdir=str(tmp_path / "fair"),
-            log=lambda *a: None,
-            on_epoch=on_epoch,
+        # With all three searches running, fair share hands out all 4 slots, so slot 0 is in use.
+        summary = run_fair_killing_slot_0(
+            engine, prepared, str(tmp_path / "fair"), epoch_s=0.3, ready=lambda slots: len(slots) == 3
         )
-        assert killed and engine.actors[0] is not killed[0]  # slot 0 got a fresh actor
-        assert engine.retried >= 1  # the dead actor's placements were measured elsewhere
     assert [(j["status"], j["iterations"]) for j in summary["jobs"]] == [("done", 4)] * 3
     # Every sample of every iteration was measured: no failure leaked into the best step times.
     assert all(j["best_step_time"] is not None for j in summary["jobs"])

@@ -4,7 +4,6 @@ sessions on their own logical CPUs; killing one mid-run loses no search."""
 import json
 import math
 import os
-import threading
 
 import pytest
 
@@ -16,6 +15,7 @@ from placer.sharing.engines import MeasurerFactory  # noqa: E402
 from placer.sharing.ray_engine import RayEngine  # noqa: E402
 from tests.cli import run_module  # noqa: E402
 from tests.sharing.test_search import write_workload  # noqa: E402
+from tests.sharing.test_search_ray import run_fair_killing_slot_0  # noqa: E402
 
 DEMO = "configs/searches/demo.py:session"  # tiny RNNLM and NMT on "local:2", 4 iterations each
 
@@ -43,33 +43,17 @@ def test_session_slots_survive_a_killed_actor(local_ray, tmp_path):
     prepared = search.prepare(work, measure="session", log=lambda *a: None)
     assert all(p.model and p.cluster.num_devices == 2 for p in prepared)
     factory = MeasurerFactory("session", warmup=work.session_warmup, steps=work.session_steps, timeout_s=60.0)
-    killed = []
-    lock = threading.Lock()
     options = {"measure_timeout_s": work.measure_timeout_s, "max_retries": work.max_retries}
     workdir = tmp_path / "fair"
     with RayEngine(3, factory=factory, **options) as engine:
+        # Fair share gives the two searches 2 + 1 of the 3 slots, so slot 0 is always in use: kill
+        # its actor (with the measurers it built) once a search has finished an iteration (its
+        # curve is written).
+        def ran(slots):
+            jobs = workdir / "jobs"
+            return len(slots) == 2 and any(os.path.exists(jobs / n / "sharing_state.json") for n in ("rnnlm", "nmt"))
 
-        def on_epoch(now, slots):
-            # Fair share gives the two searches 2 + 1 of the 3 slots, so slot 0 is always in use:
-            # once a search has finished an iteration (its curve is written), kill that slot's
-            # actor (with the measurers it built); the searches' next calls on it fail over.
-            ran = any(os.path.exists(workdir / "jobs" / n / "sharing_state.json") for n in ("rnnlm", "nmt"))
-            with lock:
-                if not killed and len(slots) == 2 and ran:
-                    killed.append(engine.actors[0])
-                    ray.kill(engine.actors[0])
-
-        summary = search.run_policy(
-            prepared,
-            engine,
-            "fair",
-            epoch_s=0.5,
-            workdir=str(tmp_path / "fair"),
-            log=lambda *a: None,
-            on_epoch=on_epoch,
-        )
-        assert killed and engine.actors[0] is not killed[0]  # slot 0 got a fresh actor
-        assert engine.retried >= 1  # the dead actor's placements were measured elsewhere
+        summary = run_fair_killing_slot_0(engine, prepared, str(workdir), epoch_s=0.5, ready=ran)
         # Each slot's process set up the job cluster's 2 logical CPUs before TF started.
         assert [_actor_cpus(engine.actors[s]) for s in (1, 2)] == [2, 2]
     assert [(j["name"], j["status"], j["iterations"]) for j in summary["jobs"]] == [
