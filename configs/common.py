@@ -93,6 +93,10 @@ def placer_config() -> ml_collections.ConfigDict:
     # `elite_fraction` of each batch, weighted by `elite_weight`; 0 = none.
     c.train.elite_fraction = 0.125
     c.train.elite_weight = 0.1
+    # Self-imitation (Oh et al. 2018, "Self-Imitation Learning"): the best
+    # `elite_memory` distinct placements measured so far also join that elite
+    # term at every update, so a rare good sample keeps pulling the policy; 0 = none.
+    c.train.elite_memory = 0
     c.train.failing_step_time = 100.0  # seconds for a failed sample (TF hierarchical placer).
     c.train.drop_failures_after = 0  # steps after which failed samples leave the update; 0 = never.
     c.train.checkpoint_every = 50  # steps between checkpoints (our choice).
@@ -122,6 +126,7 @@ def paper_method(placer: ml_collections.ConfigDict) -> ml_collections.ConfigDict
     placer.train.normalise_advantages = False
     placer.train.entropy_weight = 0.0
     placer.train.elite_fraction = 0.0
+    placer.train.elite_memory = 0
     placer.train.warm_start = ""
     placer.policy.logits_noise_std = 0.0
     placer.policy.temperature_schedule = "constant"

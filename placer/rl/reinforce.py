@@ -75,6 +75,10 @@ class Trainer:
         self.has_baseline = tf.Variable(False, name="has_baseline")
         self.best_time = tf.Variable(np.inf, dtype=tf.float64, name="best_time")
         self.best_devices = tf.Variable(np.zeros(problem.num_groups, np.int32), name="best_devices")
+        # Self-imitation memory: the best distinct placements measured so far (rows with -inf are empty).
+        k = max(1, int(self.tc.get("elite_memory", 0)))
+        self.memory_devices = tf.Variable(np.zeros((k, problem.num_groups), np.int32), name="memory_devices")
+        self.memory_rewards = tf.Variable(np.full(k, -np.inf), dtype=tf.float64, name="memory_rewards")
         self.checkpoint = tf.train.Checkpoint(
             policy=self.policy,
             optimizer=self.optimizer,
@@ -83,6 +87,8 @@ class Trainer:
             has_baseline=self.has_baseline,
             best_time=self.best_time,
             best_devices=self.best_devices,
+            memory_devices=self.memory_devices,
+            memory_rewards=self.memory_rewards,
         )
         self.manager = tf.train.CheckpointManager(self.checkpoint, os.path.join(workdir, "checkpoints"), max_to_keep=2)
         self.writer = None
@@ -249,9 +255,16 @@ class Trainer:
         adv = r - ref
         if tc.get("normalise_advantages", False):
             adv = rl_math.normalise_advantages(adv, mask)
-        elite = rl_math.elite_mask(r, mask, float(tc.get("elite_fraction", 0.0)))
+        elite = rl_math.elite_mask(r, mask, float(tc.get("elite_fraction", 0.0))).astype(np.float32)
+        weights = mask.astype(np.float32)
+        memory = self._memory()
+        if len(memory):  # the remembered placements join the elite term only
+            actions = np.concatenate([actions, memory])
+            adv = np.concatenate([adv, np.zeros(len(memory))])
+            weights = np.concatenate([weights, np.zeros(len(memory), np.float32)])
+            elite = np.concatenate([elite, np.ones(len(memory), np.float32)])
         epochs = int(tc.get("epochs_per_batch", 1)) if tc.get("algorithm", "reinforce") == "ppo" else 1
-        args = [tf.constant(actions, tf.int32), tf.constant(adv, tf.float32), tf.constant(mask, tf.float32)]
+        args = [tf.constant(actions, tf.int32), tf.constant(adv, tf.float32), tf.constant(weights, tf.float32)]
         old_logp = tf.zeros([len(actions)], tf.float32)
         extra = [tf.constant(elite, tf.float32), tf.constant(ent, tf.float32)]
         entropy = float("nan")
@@ -261,6 +274,24 @@ class Trainer:
                 entropy = float(e.numpy())
                 old_logp = tf.stop_gradient(logp)  # the sampling policy's log-probabilities
         return entropy
+
+    def _memory(self) -> np.ndarray:
+        """[M, G] the placements in the self-imitation memory (none when `elite_memory` is 0)."""
+        if int(self.tc.get("elite_memory", 0)) <= 0:
+            return np.zeros((0, self.problem.num_groups), np.int32)
+        return self.memory_devices.numpy()[np.isfinite(self.memory_rewards.numpy())]
+
+    def _remember(self, actions: np.ndarray, r: np.ndarray, trusted: np.ndarray) -> None:
+        size = int(self.tc.get("elite_memory", 0))
+        if size <= 0 or not trusted.any():
+            return
+        rewards = self.memory_rewards.numpy()
+        have = np.isfinite(rewards)
+        a, rr = rl_math.merge_memory(
+            self.memory_devices.numpy()[have], rewards[have], actions[trusted], r[trusted], size
+        )
+        self.memory_devices.assign(np.concatenate([a, np.zeros((size - len(a), a.shape[1]), np.int32)]))
+        self.memory_rewards.assign(np.concatenate([rr, np.full(size - len(rr), -np.inf)]))
 
     def train_step(self) -> dict:
         """Samples, measures and updates once; returns the step's statistics."""
@@ -283,12 +314,13 @@ class Trainer:
         mask = rl_math.update_mask(failed, step, self.tc.drop_failures_after)
         base = float(self.baseline.numpy()) if bool(self.has_baseline.numpy()) else None
         new_base = rl_math.update_baseline(base, r[mask], self.tc.baseline_decay) if mask.any() else base
+        ok = ~failed
+        trusted = ok & ~np.array([m.flagged for m in results], dtype=bool)  # flagged: op costs collapsed
+        self._remember(actions, r, trusted)
         entropy = self._learn(actions, r, mask, new_base if base is None else base, ent) if mask.any() else float("nan")
         if new_base is not None:
             self.baseline.assign(new_base)
             self.has_baseline.assign(True)
-        ok = ~failed
-        trusted = ok & ~np.array([m.flagged for m in results], dtype=bool)  # flagged: op costs collapsed
         if trusted.any():
             k = int(np.argmin(np.where(trusted, times, np.inf)))
             if times[k] < float(self.best_time.numpy()):

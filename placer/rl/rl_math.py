@@ -175,3 +175,35 @@ def elite_mask(rewards: np.ndarray, mask: np.ndarray, fraction: float) -> np.nda
     k = min(int(np.isfinite(r).sum()), max(1, int(round(fraction * len(r)))))
     out[np.argsort(-r, kind="stable")[:k]] = True
     return out
+
+
+def merge_memory(
+    mem_actions: np.ndarray, mem_rewards: np.ndarray, actions: np.ndarray, rewards: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The `size` best distinct placements among a memory and a new batch.
+
+    Self-imitation (Oh et al. 2018, "Self-Imitation Learning", ICML): the
+    policy keeps imitating the best placements it has ever measured, not only
+    the best of the current batch, so a rare good sample is not forgotten.
+
+    Args:
+      mem_actions: [M, G] placements in memory.
+      mem_rewards: [M] their rewards.
+      actions: [K, G] new placements (only ones that ran).
+      rewards: [K] their rewards.
+      size: the most placements kept.
+
+    Returns:
+      ([<= size, G] placements, [<= size] rewards), best first; ties keep the
+      memory's placement, then batch order.
+    """
+    a = np.concatenate([np.asarray(mem_actions).reshape(-1, np.shape(actions)[1]), actions]).astype(np.int32)
+    r = np.concatenate([np.asarray(mem_rewards, np.float64), np.asarray(rewards, np.float64)])
+    order = np.argsort(-r, kind="stable")
+    keep, seen = [], set()
+    for i in order:
+        key = a[i].tobytes()
+        if key not in seen and np.isfinite(r[i]) and len(keep) < size:
+            seen.add(key)
+            keep.append(i)
+    return a[keep], r[keep]

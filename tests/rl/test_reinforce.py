@@ -78,6 +78,17 @@ def test_schedules_normalisation_and_elites_by_hand():
     np.testing.assert_array_equal(e, [False, True, True, False])
 
 
+def test_self_imitation_memory_keeps_the_best_distinct_placements_by_hand():
+    mem = np.array([[0, 1], [1, 1]])
+    batch = np.array([[0, 0], [0, 1], [1, 0], [1, 0]])
+    # [0, 1] comes back with a better reward: one copy stays, the memory's (ties keep the memory's).
+    a, r = rl_math.merge_memory(mem, np.array([-2.0, -4.0]), batch, np.array([-5.0, -2.0, -3.0, -1.0]), 3)
+    np.testing.assert_array_equal(a, [[1, 0], [0, 1], [1, 1]])
+    np.testing.assert_array_equal(r, [-1.0, -2.0, -4.0])
+    a, r = rl_math.merge_memory(np.zeros((0, 2)), np.zeros(0), batch[:1], np.array([-np.inf]), 3)
+    assert a.shape == (0, 2) and r.size == 0, "a sample without a finite reward is never remembered"
+
+
 def test_training_from_scratch_finds_one_chain_per_device(tmp_path):
     graph, cluster = two_chains()
     c = config()
@@ -137,6 +148,25 @@ def test_resume_continues_from_saved_step_and_best_placement(tmp_path):
     again.train(20, progress=False)
     assert int(again.step.numpy()) == 20
     assert len(json.load(open(tmp_path / "history.json"))) == 20
+
+
+def test_self_imitation_memory_holds_the_best_placements_measured_and_survives_a_restart(tmp_path):
+    graph, cluster = two_chains()
+    c = config(steps_between_checkpoints=5)
+    c.train.elite_memory = 3
+    problem, _ = problem_lib.make_problem(graph, cluster, c)
+    sim = Simulator(graph, cluster)
+    trainer = Trainer(problem, sim, c, str(tmp_path), seed=2)
+    trainer.train(5, progress=False)
+    memory, rewards = trainer.memory_devices.numpy(), trainer.memory_rewards.numpy()
+    assert len({row.tobytes() for row in memory}) == 3 and np.all(np.diff(rewards) <= 0)
+    # The rewards are the remembered placements' own -sqrt(step time), the first one the best so far.
+    times = [m.step_time for m in sim.measure([problem.placement(row) for row in memory])]
+    np.testing.assert_allclose(rewards, -np.sqrt(times))
+    assert times[0] == pytest.approx(float(trainer.best_time.numpy()))
+    again = Trainer(problem, sim, c, str(tmp_path), seed=2)
+    assert again.restore() == 5
+    np.testing.assert_array_equal(again.memory_devices.numpy(), memory)
 
 
 def test_resume_refuses_another_graph(tmp_path):
