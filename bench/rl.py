@@ -6,14 +6,17 @@ For each graph (paper-size RNNLM, NMT and Inception-V3 by default) and seed:
 - RL from scratch with the paper's update rule (configs.common.paper_method);
 - RL from scratch with the fixes (the default config, warm start off);
 - RL warm-started from the best baseline (the default config);
+- with --methods naming it, rl_memory: from scratch with the self-imitation
+  memory (train.elite_memory=16, elite_weight=1.0);
 - random search and simulated annealing (baselines/search.py) on the same
   groups, each given as many measured placements as the fixed RL run used.
 
 Each RL search runs under the same wall-time budget. Curves of the best step
 time against measured placements and against wall seconds are drawn to
-bench/out/rl_<graph>.png; every target of the benchmark prints met / NOT met.
+bench/out/<section>_<graph>.png; every target of the benchmark prints met / NOT met.
 
 Usage: python -m bench.rl [--minutes=30] [--seeds=0,1,2] [--models=configs/rnnlm.py,...]
+  [--methods=rl_fixed,rl_memory --section=rl_nmt_30min]  (a subset, to a section of its own)
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ _SECTION = flags.DEFINE_string(
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLOTS = os.path.join(ROOT, "bench", "out")
-RL_METHODS = ("rl_paper", "rl_fixed", "rl_warm")
+RL_METHODS = ("rl_paper", "rl_fixed", "rl_memory", "rl_warm")  # rl_memory only when --methods names it
 SEARCHES = ("random_search", "local_search")
 
 
@@ -58,8 +61,10 @@ def _rl(config, method: str, minutes: float, steps: int, seed: int, out: str, gr
     config = config.copy_and_resolve_references()
     if method == "rl_paper":
         common.paper_method(config.placer)
-    elif method == "rl_fixed":
+    elif method in ("rl_fixed", "rl_memory"):
         config.placer.train.warm_start = ""
+    if method == "rl_memory":  # docs/rl.md, "The self-imitation memory, measured"
+        config.placer.train.elite_memory, config.placer.train.elite_weight = 16, 1.0
     workdir = tempfile.mkdtemp(prefix=f"{graph_name}-{method}-", dir=out)
     s = train_lib.run(config, workdir=workdir, steps=steps, seed=seed, progress=False, max_seconds=60 * minutes)
     with open(os.path.join(workdir, "history.json")) as f:
@@ -262,7 +267,8 @@ def main(argv):
         f"seeds {', '.join(map(str, seeds))}; the table shows the median best step time (s) per method. "
         "rl_paper: the paper's REINFORCE from scratch; rl_fixed: from scratch with PPO-style clipped epochs, "
         "normalised advantages, a decaying entropy bonus, logits noise and elite updates (configs/common.py); "
-        "rl_warm: the same, warm-started from the best baseline; random_search and local_search (simulated "
+        "rl_memory (when run): rl_fixed plus the self-imitation memory of docs/rl.md; "
+        "rl_warm: the same as rl_fixed, warm-started from the best baseline; random_search and local_search (simulated "
         "annealing from single_gpu) measured as many placements as rl_fixed, on the same groups.",
         "",
         *_table(results),

@@ -75,10 +75,12 @@ class Trainer:
         self.has_baseline = tf.Variable(False, name="has_baseline")
         self.best_time = tf.Variable(np.inf, dtype=tf.float64, name="best_time")
         self.best_devices = tf.Variable(np.zeros(problem.num_groups, np.int32), name="best_devices")
-        # Self-imitation memory: the best distinct placements measured so far (rows with -inf are empty).
+        # Self-imitation memory: the best distinct placements measured so far (rows with -inf are empty);
+        # checkpointed only when it is on, so runs without it resume from older checkpoints.
         k = max(1, int(self.tc.get("elite_memory", 0)))
         self.memory_devices = tf.Variable(np.zeros((k, problem.num_groups), np.int32), name="memory_devices")
         self.memory_rewards = tf.Variable(np.full(k, -np.inf), dtype=tf.float64, name="memory_rewards")
+        memory = {"memory_devices": self.memory_devices, "memory_rewards": self.memory_rewards}
         self.checkpoint = tf.train.Checkpoint(
             policy=self.policy,
             optimizer=self.optimizer,
@@ -87,8 +89,7 @@ class Trainer:
             has_baseline=self.has_baseline,
             best_time=self.best_time,
             best_devices=self.best_devices,
-            memory_devices=self.memory_devices,
-            memory_rewards=self.memory_rewards,
+            **(memory if int(self.tc.get("elite_memory", 0)) > 0 else {}),
         )
         self.manager = tf.train.CheckpointManager(self.checkpoint, os.path.join(workdir, "checkpoints"), max_to_keep=2)
         self.writer = None
