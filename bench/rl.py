@@ -51,6 +51,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLOTS = os.path.join(ROOT, "bench", "out")
 RL_METHODS = ("rl_paper", "rl_fixed", "rl_memory", "rl_warm")  # rl_memory only when --methods names it
 SEARCHES = ("random_search", "local_search")
+METHOD_TEXT = {
+    "rl_paper": "the paper's REINFORCE from scratch",
+    "rl_fixed": "from scratch with PPO-style clipped epochs, normalised advantages, a decaying entropy bonus, "
+    "logits noise and elite updates (configs/common.py)",
+    "rl_memory": "rl_fixed plus the self-imitation memory of docs/rl.md",
+    "rl_warm": "the same as rl_fixed, warm-started from the best baseline",
+}
 
 
 def _rl(config, method: str, minutes: float, steps: int, seed: int, out: str, graph_name: str) -> dict:
@@ -246,6 +253,7 @@ def main(argv):
     if "rl_fixed" not in methods or not set(methods) <= set(RL_METHODS):
         raise app.UsageError(f"--methods must include rl_fixed and name only {', '.join(RL_METHODS)}")
     os.makedirs(_OUT.value, exist_ok=True)
+    commit = _commit()  # the code the searches run, whatever is committed while they do
     seeds = [int(s) for s in _SEEDS.value]
     results = []
     for spec in _MODELS.value:
@@ -262,14 +270,12 @@ def main(argv):
     print("\n".join(verdicts))
     plots = [os.path.relpath(_plot(runs[0]["graph"], runs, _SECTION.value), ROOT) for runs in results]
     body = [
-        f"Simulated `{_CLUSTER.value}` cluster, costs from Grappler's analytical model, commit {_commit()}. "
+        f"Simulated `{_CLUSTER.value}` cluster, costs from Grappler's analytical model, commit {commit}. "
         f"Each RL search had {_MINUTES.value:g} minutes of wall time on this machine (shared with other work), "
         f"seeds {', '.join(map(str, seeds))}; the table shows the median best step time (s) per method. "
-        "rl_paper: the paper's REINFORCE from scratch; rl_fixed: from scratch with PPO-style clipped epochs, "
-        "normalised advantages, a decaying entropy bonus, logits noise and elite updates (configs/common.py); "
-        "rl_memory (when run): rl_fixed plus the self-imitation memory of docs/rl.md; "
-        "rl_warm: the same as rl_fixed, warm-started from the best baseline; random_search and local_search (simulated "
-        "annealing from single_gpu) measured as many placements as rl_fixed, on the same groups.",
+        + "; ".join(f"{m}: {METHOD_TEXT[m]}" for m in methods)
+        + "; random_search and local_search (simulated annealing from single_gpu) measured as many placements "
+        "as rl_fixed, on the same groups.",
         "",
         *_table(results),
         "",
