@@ -5,8 +5,9 @@
 Pretrains on `configs/pretrain.py:small` (generated layered graphs on k80x2
 and k80x4) for a wall-time budget, then on each held-out graph compares:
 the policy zero-shot (greedy plus the best of --samples samples) against a
-per-graph RL search from scratch (placer-train's default: seq2seq policy,
-warm start from the best baseline) of --search_seconds; fine-tuning from the
+per-graph RL search from scratch (placer-train's seq2seq policy, warm start
+off; the warm-started search beside it) of --search_seconds, and against
+random search and annealing given as many placements; fine-tuning from the
 policy (--init_from) against that search; and the same policy on k80x2,
 k80x4 and h100x8 against per-cluster searches. Prints met / NOT met / not
 measured at full scale for each target of the transfer work and writes the
