@@ -30,6 +30,9 @@ import time
 
 from absl import app, flags
 
+RL_METHODS = ("rl_paper", "rl_fixed", "rl_memory", "rl_warm")
+DEFAULT_METHODS = ("rl_paper", "rl_fixed", "rl_warm")  # rl_memory only when --methods names it
+
 _MINUTES = flags.DEFINE_float("minutes", 30.0, "Wall-time budget of each RL search.")
 _STEPS = flags.DEFINE_integer("steps", 100000, "Step cap of each RL search.")
 _MODELS = flags.DEFINE_list(
@@ -40,7 +43,7 @@ _SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "One search per seed, metho
 _OUT = flags.DEFINE_string("out", "out/bench_rl", "Folder for the runs' workdirs and a JSON of the results.")
 _METHODS = flags.DEFINE_list(
     "methods",
-    ["rl_paper", "rl_fixed", "rl_warm"],
+    list(DEFAULT_METHODS),
     "RL methods to run (rl_fixed is needed: it sets the searches' budget).",
 )
 _SECTION = flags.DEFINE_string(
@@ -49,7 +52,6 @@ _SECTION = flags.DEFINE_string(
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLOTS = os.path.join(ROOT, "bench", "out")
-RL_METHODS = ("rl_paper", "rl_fixed", "rl_memory", "rl_warm")  # rl_memory only when --methods names it
 SEARCHES = ("random_search", "local_search")
 METHOD_TEXT = {
     "rl_paper": "the paper's REINFORCE from scratch",
@@ -100,7 +102,7 @@ def _search(name: str, graph, cluster, groups, budget: int, seed: int) -> dict:
 
 
 def run_model(
-    spec: str, cluster_name: str, minutes: float, steps: int, seed: int, out: str, methods=RL_METHODS
+    spec: str, cluster_name: str, minutes: float, steps: int, seed: int, out: str, methods=DEFAULT_METHODS
 ) -> dict:
     from baselines import registry
     from graphs import pipeline

@@ -77,7 +77,8 @@ class Trainer:
         self.best_devices = tf.Variable(np.zeros(problem.num_groups, np.int32), name="best_devices")
         # Self-imitation memory: the best distinct placements measured so far (rows with -inf are empty);
         # checkpointed only when it is on, so runs without it resume from older checkpoints.
-        k = max(1, int(self.tc.get("elite_memory", 0)))
+        self.memory_size = int(self.tc.get("elite_memory", 0))
+        k = max(1, self.memory_size)
         self.memory_devices = tf.Variable(np.zeros((k, problem.num_groups), np.int32), name="memory_devices")
         self.memory_rewards = tf.Variable(np.full(k, -np.inf), dtype=tf.float64, name="memory_rewards")
         memory = {"memory_devices": self.memory_devices, "memory_rewards": self.memory_rewards}
@@ -89,7 +90,7 @@ class Trainer:
             has_baseline=self.has_baseline,
             best_time=self.best_time,
             best_devices=self.best_devices,
-            **(memory if int(self.tc.get("elite_memory", 0)) > 0 else {}),
+            **(memory if self.memory_size > 0 else {}),
         )
         self.manager = tf.train.CheckpointManager(self.checkpoint, os.path.join(workdir, "checkpoints"), max_to_keep=2)
         self.writer = None
@@ -278,12 +279,12 @@ class Trainer:
 
     def _memory(self) -> np.ndarray:
         """[M, G] the placements in the self-imitation memory (none when `elite_memory` is 0)."""
-        if int(self.tc.get("elite_memory", 0)) <= 0:
+        if self.memory_size <= 0:
             return np.zeros((0, self.problem.num_groups), np.int32)
         return self.memory_devices.numpy()[np.isfinite(self.memory_rewards.numpy())]
 
     def _remember(self, actions: np.ndarray, r: np.ndarray, trusted: np.ndarray) -> None:
-        size = int(self.tc.get("elite_memory", 0))
+        size = self.memory_size
         if size <= 0 or not trusted.any():
             return
         rewards = self.memory_rewards.numpy()
