@@ -107,8 +107,9 @@ def run_model(
     from baselines import registry
     from graphs import pipeline
     from placer.core import cluster as cluster_lib
-    from placer.core import configs_util, grouping
+    from placer.core import configs_util
     from placer.measure.simulator import Simulator
+    from placer.rl import problem as problem_lib
 
     config = configs_util.load_config(spec)
     config.cluster, config.measure = cluster_name, "sim"
@@ -128,12 +129,7 @@ def run_model(
     for method in methods:
         runs[method] = _rl(config, method, minutes, steps, seed, out, graph.name)
         print(f"  {method}: {runs[method]['best']:.4f} s after {runs[method]['samples']} placements", flush=True)
-    gc = config.placer.grouping
-    groups = grouping.group(
-        graph,
-        target_groups=gc.target_groups,
-        min_groups=grouping.group_floor(gc.target_groups, cluster.num_devices),
-    )
+    _, groups = problem_lib.make_problem(graph, cluster, config.placer)  # the from-scratch runs' groups
     budget = max(1, runs["rl_fixed"]["samples"])
     for name in SEARCHES:
         runs[name] = _search(name, graph, cluster, groups, budget, seed)

@@ -26,6 +26,11 @@ def placer_config() -> ml_collections.ConfigDict:
     # that a graph that is mostly one chain is not swallowed into a handful of
     # groups; -1 = min(target_groups, max(8 x devices, 32)), 0 = no floor.
     c.grouping.min_groups = -1
+    # Our choice: ops in different name scopes at this depth never share a group
+    # (placer.core.op_names.scope_colors), so that coarsening cannot mix, say, the
+    # two layers of an LSTM at one time step; 0 = op names are not read. The RNN
+    # configs set 2 (docs/rl.md, "What the grouping can express").
+    c.grouping.scope_depth = 0
 
     c.policy = ml_collections.ConfigDict()
     # TF's hierarchical placer uses 512; on a 2-core CPU a policy step on the

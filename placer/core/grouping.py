@@ -52,6 +52,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from placer.core import op_names
 from placer.core.grouping_merge import Merger, merge_gradients, single_consumers
 from placer.core.op_graph import OpGraph, topological_order
 
@@ -243,6 +244,7 @@ def group(
     op_colors: np.ndarray | None = None,
     min_groups: int = 0,
     give_up_above: int = 0,
+    scope_depth: int = 0,
 ) -> Grouping | None:
     """Groups the ops of `graph` with the paper's co-location heuristics (see the module doc).
 
@@ -271,12 +273,17 @@ def group(
         coarsening surely leaves more than this many groups (it merges only
         adjacent groups of one colour, so it cannot go below the connected
         components of the same-colour group graph); 0 = never give up.
+      scope_depth: ops whose names lie in different scopes at this depth
+        never share a group (`op_names.scope_colors`); 0 = names are not read.
 
     Returns:
       The grouping: acyclic, every colocation set within one tie class;
       deterministic for a given graph; at least min(min_groups, groups after
       step 2) groups. None when it gives up (see give_up_above).
     """
+    warm_colored = op_colors is not None
+    if scope_depth:
+        op_colors = op_names.combine_colors(op_names.scope_colors(graph, scope_depth), op_colors)
     m = Merger(
         graph.num_ops,
         graph.edge_src,
@@ -311,7 +318,7 @@ def group(
         m.merge_single_successor_groups()
         m.cap = cap
     grouping = Grouping.from_labels(graph, m.labels(), m.tie_labels())
-    if give_up_above and op_colors is not None and _colour_components(grouping, op_colors) > give_up_above:
+    if give_up_above and warm_colored and _colour_components(grouping, op_colors) > give_up_above:
         return None
     if target_groups and grouping.num_groups > max(target_groups, min_groups):
         grouping = coarsen(

@@ -100,6 +100,7 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
         "merge_single_consumer": gc.merge_single_consumer,
         "max_group_ops": gc.max_group_ops,
         "target_groups": gc.get("target_groups", 0),
+        "scope_depth": gc.get("scope_depth", 0),
     }
     min_groups = gc.get("min_groups", -1)
     options["min_groups"] = (
