@@ -28,8 +28,8 @@ def placer_config() -> ml_collections.ConfigDict:
     c.grouping.min_groups = -1
     # Our choice: ops in different name scopes at this depth never share a group
     # (placer.core.op_names.scope_colors), so that coarsening cannot mix, say, the
-    # two layers of an LSTM at one time step; 0 = op names are not read. The RNN
-    # configs set 2 (docs/rl.md, "What the grouping can express").
+    # two layers of an LSTM at one time step; 0 = op names are not read. 2 suits the
+    # RNN configs' scopes ("encoder/layer_0"); docs/rl.md, "What the groups can express".
     c.grouping.scope_depth = 0
 
     c.policy = ml_collections.ConfigDict()

@@ -42,8 +42,4 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
         m.target_length = 2
     m.num_layers = over.get("layers", m.num_layers)
     m.batch_size = over.get("batch", m.batch_size)
-    config = common.attach(config)
-    # Layers in their own scopes ("encoder/layer_0", ...) never share a group, so a
-    # placement by layer stays expressible after coarsening (docs/rl.md).
-    config.placer.grouping.scope_depth = 2
-    return config
+    return common.attach(config)

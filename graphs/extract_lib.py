@@ -121,7 +121,7 @@ def summary(extracted: Extracted, target_groups: int | None, top_types: int, num
         f"ops: {graph.num_ops}",
         f"edges: {graph.num_edges} ({graph.num_edges - n_control} data, {n_control} control)",
         f"groups: {groups.num_groups} (largest {int(sizes.max()) if len(sizes) else 0} ops, "
-        f"{groups.num_leaders} tie classes, floor {options['min_groups']})",
+        f"{groups.num_leaders} tie classes, floor {options['min_groups']}, scope depth {options.get('scope_depth', 0)})",
         f"op types: {len(types)}",
         "top op types: " + ", ".join(f"{t} {c}" for t, c in types.most_common(top_types)),
         "costs: " + (", ".join(graph.device_types) if graph.device_types else "none"),

@@ -45,6 +45,12 @@ _TARGET = flags.DEFINE_integer(
     "Coarsen to at most this many groups (0 = none; default: the config's, else 256).",
     lower_bound=0,
 )
+_SCOPE = flags.DEFINE_integer(
+    "scope_depth",
+    None,
+    "Ops in different name scopes at this depth never share a group (0 = names not read; default: the config's, else 0).",
+    lower_bound=0,
+)
 _DEVICES = flags.DEFINE_integer(
     "devices", 5, "Devices the groups will be placed on (k80x4: 5); sets the grouping's floor, max(8 x devices, 32)."
 )
@@ -74,6 +80,8 @@ def main(argv: list[str]) -> None:
             extracted = extract_lib.from_config(config, cluster, _COSTS.value)
         else:
             extracted = extract_lib.from_metagraph(_METAGRAPH.value, _NAME.value, cluster, _COSTS.value)
+    if _SCOPE.value is not None:
+        extracted.grouping_options["scope_depth"] = _SCOPE.value
     lines = extract_lib.summary(extracted, _TARGET.value, _TOP.value, num_devices=_DEVICES.value)
     if _OUT.value:
         io.save(extracted.graph, _OUT.value)

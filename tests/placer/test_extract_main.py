@@ -21,11 +21,15 @@ def test_tiny_nmt_summary_and_graph_file(tmp_path):
     n_control = int(g.edge_control.sum())
     assert f"edges: {g.num_edges} ({g.num_edges - n_control} data, {n_control} control)" in r.stdout
     assert "groups:" in r.stdout and "grouping time:" in r.stdout
-    # The written graph groups the same without extraction.
+    # The written graph groups the same without extraction; a scope depth changes the groups.
     r2 = run(f"--graph={out}")
     assert r2.returncode == 0, r2.stderr
     groups = [x for x in r.stdout.splitlines() if x.startswith("groups:")]
     assert groups == [x for x in r2.stdout.splitlines() if x.startswith("groups:")]
+    r3 = run("--config=configs/nmt.py:tiny", "--scope_depth=2")
+    assert r3.returncode == 0, r3.stderr[-2000:]
+    scoped = [x for x in r3.stdout.splitlines() if x.startswith("groups:")]
+    assert scoped != groups and scoped[0].endswith("scope depth 2)")
 
 
 def test_bad_inputs_exit_2_with_one_line(tmp_path):
