@@ -89,6 +89,13 @@ def scope_colors(graph, depth: int) -> np.ndarray:
     goes, so a placement can put one layer per GPU (our choice; the scopes are
     TF's, as the model builder named them). The ops of one colocation set
     take the colour of its first op, so that colocated ops may still merge.
+
+    Args:
+      graph: an OpGraph (its names and colocation keys are read).
+      depth: scope depth (at least 1).
+
+    Returns:
+      [n_ops] int64 colours, numbered by sorted scope name.
     """
     labels = [scope_of(n, depth) for n in graph.names.tolist()]
     ids = {s: i for i, s in enumerate(sorted(set(labels) - {""}))}
@@ -101,7 +108,7 @@ def scope_colors(graph, depth: int) -> np.ndarray:
 
 
 def combine_colors(a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    """One colour per distinct pair of colours (-1 where both are -1)."""
+    """One colour per distinct pair of colours (-1 where both are -1); `a` itself when `b` is None."""
     if b is None:
         return a
     pairs = np.stack([a, np.asarray(b, dtype=np.int64)], axis=1)
