@@ -97,3 +97,16 @@ def test_combined_colours_separate_every_distinct_pair():
     assert c[2] == c[3] and c[4] == -1
     assert len({int(x) for x in c[[0, 1, 2, 5]]}) == 4
     assert op_names.combine_colors(a, None) is a
+
+
+def test_scopes_and_a_warm_start_colouring_both_hold():
+    graph = two_layer_rnn()
+    early = np.array([0 if "/t_0/" in n or "/t_1/" in n or "/t_2/" in n else 1 for n in graph.names.tolist()])
+    both = group(graph, target_groups=2, merge_single_consumer=False, scope_depth=2, op_colors=early)
+    for g in range(both.num_groups):
+        members = both.members(g)
+        assert len(set(early[members].tolist())) == 1
+        assert len(layers_of(graph, both)[g]) <= 1
+    # Each layer's early and late cells form separate groups: four forward groups at least.
+    forward = [i for i, n in enumerate(graph.names.tolist()) if n.startswith("rnn/")]
+    assert len(set(both.op_group[forward].tolist())) == 4
