@@ -371,7 +371,7 @@ def main(argv) -> None:
         body = single_device_body(rows) if rows else []
         if oom:
             body += ["", "### Single-GPU NMT memory (paper: OOM)", "", *fidelity_memory.oom_lines(oom)]
-        body += ["", f"Total run: {time.time() - t0:.0f} s, commit {fidelity_split.commit()}."]
+        body += ["", f"Total run: {time.time() - t0:.0f} s, commit {report.commit()}."]
         report.update_section("fidelity", "Simulator fidelity", "\n".join(body), "bench/fidelity.py")
         print("\n".join(body))
     if "split" in parts:
@@ -386,7 +386,7 @@ def main(argv) -> None:
             "",
             *fidelity_split.section(results, _SPLIT_CLUSTER.value, 0),
             "",
-            f"Total: {time.time() - t1:.0f} s, commit {fidelity_split.commit()}.",
+            f"Total: {time.time() - t1:.0f} s, commit {report.commit()}.",
         ]
         report.update_section(
             "fidelity_split", "Simulator against Grappler, split placements", "\n".join(body), "bench/fidelity.py"

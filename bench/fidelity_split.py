@@ -244,15 +244,3 @@ DESCRIPTION = [
     "simulated step time. An op's cost has changed when Grappler costs it under the placement over 10% away "
     "from its cost with the whole graph on the same device; the guard flags drops (placer/measure/cost_guard.py).",
 ]
-
-
-def commit() -> str:
-    """The short commit hash of the working tree ("unknown" outside git), "+dirty" when it has changes."""
-    import subprocess  # noqa: PLC0415
-
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "-uno"], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

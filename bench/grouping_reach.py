@@ -15,7 +15,6 @@ Usage: python -m bench.grouping_reach [--budget=3200] [--models=configs/nmt.py,.
 
 from __future__ import annotations
 
-import subprocess
 import time
 
 import numpy as np
@@ -53,12 +52,13 @@ def _rows(spec: str, depths: list[int], budget: int) -> list[list]:
         + [sim.measure([placed[n]])[0].step_time for n in _PROJECTED]
         + [None, None]
     ]
+    configured = config.placer.grouping.scope_depth
     for depth in depths:
         config.placer.grouping.scope_depth = depth
         problem, groups = problem_lib.make_problem(graph, cluster, config.placer)
         row = [
             graph.name,
-            f"scope_depth={depth}{' (config)' if depth == configs_util.load_config(spec).placer.grouping.scope_depth else ''}",
+            f"scope_depth={depth}{' (config)' if depth == configured else ''}",
             groups.num_groups,
             groups.num_leaders,
         ]
@@ -79,9 +79,9 @@ def _rows(spec: str, depths: list[int], budget: int) -> list[list]:
 
 def main(argv):
     del argv
-    from bench.report import update_section
+    from bench import report
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = report.commit()
     start = time.time()
     rows = []
     for spec in _MODELS.value:
@@ -99,7 +99,7 @@ def main(argv):
         tabulate(rows, head, tablefmt="github", floatfmt=".4f", missingval="-"),
     ]
     print("\n".join(body))
-    update_section("grouping_reach", "What the groups can express", "\n".join(body), "bench/grouping_reach.py")
+    report.update_section("grouping_reach", "What the groups can express", "\n".join(body), "bench/grouping_reach.py")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ import time
 from tabulate import tabulate
 
 from bench import report
-from bench.probe import commit
 from placer.core.errors import InputError
 from placer.core.placement import Placement
 from placer.rl.run_files import CURVE_COLUMNS
@@ -338,7 +337,7 @@ def main() -> int:
         tablefmt="github",
     )
     body = (
-        f"Commit {commit()}; {time.time() - start:.0f} s in all, on a machine shared with other jobs. Each trial: a "
+        f"Commit {report.commit()}; {time.time() - start:.0f} s in all, on a machine shared with other jobs. Each trial: a "
         f"fresh workdir, SIGKILL after its first saved progress (first checkpoint; a search's first finished "
         f"iteration) plus a wait drawn uniformly from 0 to 90% of the time an uninterrupted run works after that "
         f"(random.Random({args.seed})), then `--resume` until it exits 0; resumed ok means one resume finished; a run that finished before its "

@@ -27,7 +27,6 @@ from tabulate import tabulate
 
 from bench import report
 from bench.baselines import bench_cluster, layered_graph
-from bench.probe import commit
 from placer.core import io
 
 LIMIT_S = 60.0
@@ -101,7 +100,7 @@ def main() -> int:
         rows, headers=["binary", "wall (s)", "peak RSS (GiB)", "exit", "target", "last output line"], tablefmt="github"
     )
     body = (
-        f"Commit {commit()}; a random layered DAG of {graph.num_ops:,} ops and {graph.num_edges:,} edges "
+        f"Commit {report.commit()}; a random layered DAG of {graph.num_ops:,} ops and {graph.num_edges:,} edges "
         f"(`bench/baselines.py`, colocated ops in pairs within a layer), on its 4-GPU cluster; one run of each binary in its own process, "
         f"on a machine shared with other jobs; a binary still running after {args.timeout:.0f} s is stopped "
         f"(exit -9).\n\n"

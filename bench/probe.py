@@ -11,7 +11,6 @@ and leave no new or changed file. The target is 100% of the cases.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import tempfile
 import time
 
@@ -19,15 +18,6 @@ from tabulate import tabulate
 
 from bench import report
 from tests.badinput import cases, runner
-
-
-def commit() -> str:
-    """The commit the corpus ran at (with "+changes" when files other than BENCHMARKS.md differ from it)."""
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=report.ROOT, capture_output=True, text=True)
-    dirty = subprocess.run(  # BENCHMARKS.md itself is what the bench scripts write
-        ["git", "status", "--porcelain", "--", ".", ":!BENCHMARKS.md"], cwd=report.ROOT, capture_output=True, text=True
-    )
-    return rev.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
 def main() -> int:
@@ -68,7 +58,7 @@ def main() -> int:
         else ("NOT met" if passed < len(chosen) else "not measured at full scale")
     )
     body = (
-        f"Commit {commit()}; {len(chosen)} cases of `tests/badinput/cases.py` "
+        f"Commit {report.commit()}; {len(chosen)} cases of `tests/badinput/cases.py` "
         f"({', '.join(f'{k} {sum(c.kind == k for c in chosen)}' for k in ('graph', 'cluster', 'placement', 'flag', 'output'))}), "
         f"each run once in a fresh folder, {time.time() - start:.0f} s in all.\n\n"
         f"Target: 100% of the cases exit with status 2, print one line naming the file, field or op, "

@@ -17,6 +17,29 @@ PATH = os.path.join(ROOT, "BENCHMARKS.md")
 HEADER = "# Benchmarks\n\nEvery section is written by the script it names in `bench/`; rerun it to refresh.\n"
 
 
+def commit() -> str:
+    """The checked-out commit: short hash, "+changes" when tracked files other than what benches write differ.
+
+    BENCHMARKS.md, README.md and bench/out/ are left out of the check, since
+    bench scripts write them. "unknown" outside a git checkout.
+    """
+    git = ["git", "-C", ROOT]
+    try:
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no", "--", ".", *(f":!{p}" for p in _WRITTEN)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
+_WRITTEN = ("BENCHMARKS.md", "README.md", "bench/out")
+
+
 def update_section(name: str, title: str, body: str, script: str) -> None:
     """Replaces (or appends) the section `name` of BENCHMARKS.md.
 

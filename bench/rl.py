@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import tempfile
 import time
 
@@ -238,20 +237,15 @@ def _targets(results: list[list[dict]]) -> list[tuple[str, bool]]:
     return out
 
 
-def _commit() -> str:
-    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return r.stdout.strip() or "unknown"
-
-
 def main(argv):
     del argv
-    from bench.report import update_section
+    from bench import report
 
     methods = tuple(_METHODS.value)
     if "rl_fixed" not in methods or not set(methods) <= set(RL_METHODS):
         raise app.UsageError(f"--methods must include rl_fixed and name only {', '.join(RL_METHODS)}")
     os.makedirs(_OUT.value, exist_ok=True)
-    commit = _commit()  # the code the searches run, whatever is committed while they do
+    commit = report.commit()  # the code the searches run, whatever is committed while they do
     seeds = [int(s) for s in _SEEDS.value]
     results = []
     for spec in _MODELS.value:
@@ -287,7 +281,7 @@ def main(argv):
     title = "RL from scratch against same-budget search"
     if _SECTION.value != "rl":
         title += f": {', '.join(r[0]['graph'] for r in results)}, {_MINUTES.value:g} minutes"
-    update_section(_SECTION.value, title, "\n".join(body), "bench/rl.py")
+    report.update_section(_SECTION.value, title, "\n".join(body), "bench/rl.py")
 
 
 if __name__ == "__main__":

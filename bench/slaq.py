@@ -30,7 +30,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import subprocess
 import sys
 import time
 
@@ -370,10 +369,9 @@ def main(seeds: list[int], quick: bool = False) -> None:
         + sharing_lines(shares, seeds, len(seeds) >= 15)
         + latency_lines(lat, jobs_axis, slots_axis)
     )
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=report.ROOT, capture_output=True, text=True)
     lines += [
         "",
-        f"Whole benchmark: {time.time() - started:.0f} s, commit {commit.stdout.strip()}, --seeds={len(seeds)}.",
+        f"Whole benchmark: {time.time() - started:.0f} s, commit {report.commit()}, --seeds={len(seeds)}.",
     ]
     body = "\n".join(lines)
     print(body)

@@ -25,7 +25,6 @@ Run: .venv/bin/python -m bench.slaq_loss [--seeds=N] [--processes=2]
 from __future__ import annotations
 
 import multiprocessing
-import subprocess
 import sys
 import time
 
@@ -131,10 +130,9 @@ def main(seeds: list[int], processes: int) -> None:
     started = time.time()
     rows = measure(seeds, processes)
     body = lines(rows, seeds, load_trace(SIGNAL_TRACES["mean"]))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=report.ROOT, capture_output=True, text=True)
     body += [
         "",
-        f"Whole benchmark: {time.time() - started:.0f} s, commit {commit.stdout.strip()}, --seeds={len(seeds)}, "
+        f"Whole benchmark: {time.time() - started:.0f} s, commit {report.commit()}, --seeds={len(seeds)}, "
         f"{processes} processes.",
     ]
     text = "\n".join(body)

@@ -21,7 +21,6 @@ import argparse
 import functools
 import os
 import re
-import subprocess
 import tempfile
 import time
 
@@ -201,11 +200,8 @@ def notes(results: list[dict]) -> str:
 
 @functools.cache
 def _commit() -> str:
-    """The checked-out commit (short hash, "+changes" when the tree differs from it)."""
-    git = ["git", "-C", ROOT]
-    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
-    return (head or "unknown") + ("+changes" if dirty.stdout.strip() else "")
+    """The commit at the start of the run (bench.report.commit), kept while the run writes its files."""
+    return report.commit()
 
 
 def warm_start_methods() -> str:
