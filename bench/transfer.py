@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -56,12 +55,19 @@ def verdict(ok: bool | None, full_scale: bool = False) -> str:
 
 
 def search(
-    spec: str, cluster: str, workdir: str, seconds: float, init_from: str | None = None, warm: bool = False
+    spec: str,
+    cluster: str,
+    workdir: str,
+    seconds: float,
+    init_from: str | None = None,
+    warm: bool = False,
+    gnn: bool = False,
 ) -> dict:
     """A per-graph RL search (placer-train's library) on a generated graph; returns its summary and curve.
 
     From scratch unless `warm` (placer-train's default: warm start from the best baseline) or
-    `init_from` (a pretrained policy's folder, fine-tuned without a warm start).
+    `init_from` (a pretrained policy's folder, fine-tuned without a warm start). The seq2seq
+    policy unless `init_from` or `gnn` (the graph policy, untrained, with its group bias table).
     """
     import ml_collections  # noqa: PLC0415
 
@@ -76,6 +82,8 @@ def search(
     config = common.attach(ml_collections.ConfigDict(), cluster=cluster)
     if not warm:
         config.placer.train.warm_start = ""
+    if gnn:
+        config.placer.policy.encoder = "gnn"
     run_dir = os.path.join(workdir, "run")
     t0 = time.time()
     summary = train_lib.run(
@@ -144,7 +152,8 @@ def run_all(out: str) -> dict:
     )}  # fmt: skip
     policy, _ = transfer_lib.load_policy(policy_dir)
     held = res["pretrain"]["held_out"]
-    res["zero_shot"], res["search"], res["warm"], res["finetune"], res["cross"] = {}, {}, {}, {}, {}
+    for key in ("zero_shot", "search", "warm", "finetune", "untrained", "cross"):
+        res[key] = {}
     for spec in held:
         res["zero_shot"][spec] = zero_shot(policy, spec, "k80x4", _SAMPLES.value)
         wd = os.path.join(out, "search", spec.replace(":", "_"))
@@ -154,6 +163,7 @@ def run_all(out: str) -> dict:
     for spec in _FINETUNE.value:
         wd = os.path.join(out, "finetune", spec.replace(":", "_"))
         res["finetune"][spec] = search(spec, "k80x4", wd, _SEARCH_SECONDS.value, init_from=policy_dir)
+        res["untrained"][spec] = search(spec, "k80x4", wd + "_untrained", _SEARCH_SECONDS.value, gnn=True)
     for c in CLUSTERS:
         zs = zero_shot(policy, _CROSS.value, c, _SAMPLES.value)
         if c == "k80x4":
@@ -190,9 +200,12 @@ def report(res: dict, settings: str) -> tuple[str, list[str]]:
         t_ft = seconds_to_reach(f["curve"], target)
         speedup = (t_search / t_ft) if t_search is not None and t_ft else None
         ft_ok.append(speedup is not None and speedup >= 5)
+        u = res["untrained"][spec]
+        t_u = seconds_to_reach(u["curve"], target)
         ft_rows.append([spec, f"{target * 1e3:.3f}", f"{t_search:.1f}" if t_search is not None else "-",
                         f"{f['best_step_time'] * 1e3:.3f}", f"{t_ft:.1f}" if t_ft is not None else "never",
-                        f"{speedup:.1f}x" if speedup else "-"])  # fmt: skip
+                        f"{speedup:.1f}x" if speedup else "-", f"{u['best_step_time'] * 1e3:.3f}",
+                        f"{t_u:.1f}" if t_u is not None else "never"])  # fmt: skip
     ft_table = tabulate.tabulate(
         ft_rows,
         headers=[
@@ -202,6 +215,8 @@ def report(res: dict, settings: str) -> tuple[str, list[str]]:
             "fine-tune best ms",
             "fine-tune s to search's",
             "speedup",
+            "untrained graph policy best ms",
+            "untrained s to search's",
         ],
         tablefmt="github",
     )
@@ -255,7 +270,10 @@ def report(res: dict, settings: str) -> tuple[str, list[str]]:
         "(warm start from the best baseline), shown beside it as the stronger reference. Zero-shot is the best of the "
         f"greedy placement and {_SAMPLES.value} samples; random search and simulated annealing (from single_gpu, "
         "baselines/search.py) on the same groups measure as many placements, with no training at all.",
-        zs_table, "Fine-tuning (placer-train --init_from, no warm start) against the search from scratch; seconds since each trainer started:",
+        zs_table, "Fine-tuning (placer-train --init_from, no warm start) against the search from scratch; seconds since "
+        "each trainer started. Both graph-policy runs train a table of per-group device logits beside the shared "
+        "weights (`policy.gnn_group_bias_scale`); the untrained graph policy (`--config.placer.policy.encoder=gnn`, "
+        "from random weights, the same table) shows what the pretraining itself adds:",
         ft_table, f"One policy across clusters on {_CROSS.value}:", cr_table,
         "Targets:\n\n" + "\n".join(f"- {t}" for t in targets),
         "Beside published results (their figures, on their graphs and hardware, not measured here):", theirs,
@@ -272,7 +290,9 @@ def main(argv):
         shutil.rmtree(_OUT.value)
     t0 = time.time()
     res = run_all(_OUT.value)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    from bench import report as bench_report  # noqa: PLC0415
+
+    commit = bench_report.commit()
     settings = (
         f"commit {commit}, pretrain budget {_PRETRAIN_SECONDS.value:.0f} s (configs/pretrain.py:small), "
         f"{_SAMPLES.value} zero-shot samples, per-graph search {_SEARCH_SECONDS.value:.0f} s, "
@@ -283,8 +303,6 @@ def main(argv):
         json.dump(res, f, indent=1, default=str)
     print(body)
     if _WRITE.value:
-        from bench import report as bench_report  # noqa: PLC0415
-
         bench_report.update_section(
             "transfer", "Transfer: one pretrained policy, unseen graphs and clusters", body, "bench/transfer.py"
         )

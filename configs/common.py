@@ -62,6 +62,10 @@ def placer_config() -> ml_collections.ConfigDict:
     c.policy.gnn_layers = 3
     c.policy.gnn_temperature = 1.0
     c.policy.gnn_tanh_constant = 3.0  # logits bound; 5 and none let it collapse onto one device (bench/transfer.py)
+    # placer-train only: a [groups, devices] table of logits learned on the trained graph alone,
+    # times this scale (a larger step for it under Adam), beside the shared weights; 0 = none.
+    # The shared weights alone barely moved a fine-tuned policy's samples (bench/transfer.py).
+    c.policy.gnn_group_bias_scale = 10.0
 
     c.train = ml_collections.ConfigDict()
     # TF's hierarchical placer samples 4; the simulator measures a placement in

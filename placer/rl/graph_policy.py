@@ -89,19 +89,39 @@ class GraphPolicy(keras.Model):
         self.device_out = keras.layers.Dense(hidden_size, kernel_initializer=init)
         self.query = keras.layers.Dense(hidden_size, kernel_initializer=init)
         self.context: tuple | None = None  # bound GraphInputs tensors, for the seq2seq trainer's interface
+        self.group_bias_scale = 0.0  # see `bind`
+        self.group_bias: tf.Variable | None = None
 
     # ----- core -------------------------------------------------------------
 
-    def logits(self, groups, src, dst, edges, devices) -> tf.Tensor:
-        """[G, D] bounded logits of each group on each device."""
+    def raw_logits(self, groups, src, dst, edges, devices) -> tf.Tensor:
+        """[G, D] scores of each group on each device before the temperature and the bound."""
         h = self.encoder((self.group_in(groups), src, dst, edges))
         pooled = tf.reduce_mean(h, axis=0, keepdims=True)  # the whole graph, so scores see its load
         q = self.query(tf.concat([h, tf.repeat(self.graph_proj(pooled), tf.shape(h)[0], axis=0)], axis=-1))
         k = self.device_out(self.device_in(devices))
-        logits = tf.matmul(q, k, transpose_b=True) / tf.sqrt(float(self.hidden_size)) / self.temperature
+        return tf.matmul(q, k, transpose_b=True) / tf.sqrt(float(self.hidden_size))
+
+    def logits(self, groups, src, dst, edges, devices) -> tf.Tensor:
+        """[G, D] logits of each group on each device: raw / temperature, bounded to (-c, c) by c tanh(x / c)."""
+        logits = self.raw_logits(groups, src, dst, edges, devices) / self.temperature
         if self.tanh_constant > 0:
             logits = self.tanh_constant * tf.tanh(logits / self.tanh_constant)
         return logits
+
+    def unsaturate(self, quantile: float = 90.0) -> float:
+        """Raises the temperature so that the bound inputs' logits leave tanh's flat ends; returns it.
+
+        The temperature becomes at least the `quantile` percentile of |raw
+        logits| / tanh_constant over the bound graph's groups and devices, so
+        most logits sit within the bound and their gradients flow again; the
+        order of each group's devices is kept. Unchanged without a bound.
+        """
+        if self.tanh_constant > 0:
+            raw = np.abs(self.raw_logits(*self.context).numpy())
+            needed = float(np.percentile(raw, quantile)) / self.tanh_constant
+            self.temperature.assign(max(float(self.temperature.numpy()), needed))
+        return float(self.temperature.numpy())
 
     def scores(self, ctx, actions, mask_bias, leader) -> tuple[tf.Tensor, tf.Tensor]:
         """([K] log p of the placements over leader groups, [K] mean entropy per leader group, nats)."""
@@ -127,16 +147,32 @@ class GraphPolicy(keras.Model):
 
     # ----- the seq2seq trainer's interface (placer.rl.reinforce.Trainer) --------
 
-    def bind(self, inputs: graph_features.GraphInputs) -> None:
-        """Fixes the graph and cluster the trainer's calls refer to."""
+    def bind(self, inputs: graph_features.GraphInputs, group_bias_scale: float = 0.0) -> None:
+        """Fixes the graph and cluster the trainer's calls refer to.
+
+        Args:
+          inputs: the graph and cluster.
+          group_bias_scale: when > 0, the trainer's calls add `group_bias_scale`
+            times a [G, D] table, zero at first and trained with the rest: a
+            preference of each group for each device on this graph alone,
+            which the shared weights (one set for every graph) learn slowly.
+        """
         self.context = to_tensors(inputs)
+        self.group_bias_scale = float(group_bias_scale)
+        if self.group_bias_scale > 0:
+            shape = [inputs.groups.shape[0], inputs.devices.shape[0]]
+            self.group_bias = tf.Variable(tf.zeros(shape), name="group_bias")
 
     def set_temperature(self, value: float) -> None:
         self.temperature.assign(float(value))
 
     def _bias(self, mask_bias):
+        """The mask's bias (none: zeros) plus the scaled group bias table when `bind` made one."""
         g, d = int(self.context[0].shape[0]), int(self.context[4].shape[0])
-        return tf.zeros([g, d]) if mask_bias is None else tf.constant(mask_bias, tf.float32)
+        bias = tf.zeros([g, d]) if mask_bias is None else tf.cast(mask_bias, tf.float32)
+        if self.group_bias is not None:
+            bias = bias + self.group_bias_scale * self.group_bias
+        return bias
 
     def _lead(self, leader):
         g = int(self.context[0].shape[0])
@@ -145,8 +181,9 @@ class GraphPolicy(keras.Model):
     def log_probs(self, type_ids, features, actions, mask_bias=None, leader=None):
         """As PlacementPolicy.log_probs; `type_ids` and `features` are ignored (the bound inputs are read)."""
         del type_ids, features
-        bias = mask_bias if mask_bias is not None else self._bias(None)
-        return self.scores(self.context, tf.convert_to_tensor(actions, tf.int32), bias, self._lead(leader))
+        return self.scores(
+            self.context, tf.convert_to_tensor(actions, tf.int32), self._bias(mask_bias), self._lead(leader)
+        )
 
     def sample(self, type_ids, features, num_samples, *, seed=(0, 0), noise_std=0.0, mask_bias=None, leader=None):
         """As PlacementPolicy.sample on the bound inputs: [K, G] int32."""

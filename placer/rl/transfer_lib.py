@@ -159,7 +159,11 @@ def policy_for_trainer(problem, cluster: Cluster, placer_config, *, seed: int, i
     `init_from`), else a GraphPolicy bound to the problem, with `init_from`'s
     weights when given. The graph policy's temperature (`gnn_temperature`,
     or the pretrained one) replaces `placer_config.policy.temperature` and
-    `temperature_end`, which are tuned for the seq2seq policy's logits.
+    `temperature_end`, which are tuned for the seq2seq policy's logits. A
+    pretrained policy's temperature is first raised until its logits on
+    this graph leave the bound's flat ends (`GraphPolicy.unsaturate`), so
+    that fine-tuning has gradients; `gnn_group_bias_scale` > 0 adds a table of
+    per-group device logits learned on this graph alone (`GraphPolicy.bind`).
 
     Raises:
       InputError: the graph's features cannot be read, or a bad policy folder.
@@ -172,10 +176,13 @@ def policy_for_trainer(problem, cluster: Cluster, placer_config, *, seed: int, i
         policy, _ = load_policy(init_from)
     else:
         policy = graph_policy.build(pc, seed=seed)
-    pc.temperature = pc.temperature_end = float(policy.temperature.numpy())
     policy.bind(
         graph_features.inputs(
             problem.graph, problem.op_group, problem.edge_src, problem.edge_dst, problem.edge_bytes, cluster, source
-        )
+        ),
+        group_bias_scale=float(pc.get("gnn_group_bias_scale", 0.0)),
     )
+    if init_from is not None:
+        policy.unsaturate()
+    pc.temperature = pc.temperature_end = float(policy.temperature.numpy())
     return policy
