@@ -47,6 +47,11 @@ def placer_config() -> ml_collections.ConfigDict:
     # 0.5 until step 750. 0 = none (the paper's method).
     c.policy.logits_noise_std = 0.5
     c.policy.logits_noise_steps = 750
+    # A prior on the devices (our choice): the sampling logits of each group start biased by
+    # -compute_prior x ln(its compute time on the device / on its fastest device), so the
+    # uniform start no longer sends a fifth of the groups to a CPU that runs them several times
+    # slower; ties (the four GPUs) stay even. 0 = uniform (the paper's method). docs/rl.md.
+    c.policy.compute_prior = 0.0
     # Softmax temperature schedule: "constant" (the paper's method and TF's
     # placer), "linear" or "exponential" from `temperature` to
     # `temperature_end` over `temperature_decay_steps` steps (annealing from a
@@ -138,6 +143,7 @@ def paper_method(placer: ml_collections.ConfigDict) -> ml_collections.ConfigDict
     placer.train.elite_memory = 0
     placer.train.warm_start = ""
     placer.policy.logits_noise_std = 0.0
+    placer.policy.compute_prior = 0.0
     placer.policy.temperature_schedule = "constant"
     return placer
 
@@ -161,6 +167,8 @@ def check_placer_config(placer: ml_collections.ConfigDict) -> None:
         value = placer[section].get(key)
         if value not in valid:
             raise InputError(f"--config.placer.{field}: unknown value {value!r} (valid: {', '.join(valid)})")
+    if placer.policy.get("compute_prior", 0.0) < 0:
+        raise InputError(f"--config.placer.policy.compute_prior must be at least 0, got {placer.policy.compute_prior}")
     if placer.train.get("epochs_per_batch", 1) < 1:
         raise InputError(
             f"--config.placer.train.epochs_per_batch must be at least 1, got {placer.train.epochs_per_batch}"

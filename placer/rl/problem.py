@@ -34,6 +34,9 @@ class Problem:
       edge_src, edge_dst, edge_bytes: [E] the group graph's edges (producer
         group, consumer group, bytes per step), for encoders that read the
         graph; None when unknown.
+      seconds: [G, D] compute seconds per step of each group's tie class on
+        each device (its ops' costs over the device's speed; NaN = no kernel),
+        or None when unknown.
       op_level: measure placements op by op (the placement carries no group
         map); otherwise a measurer may run each group's ops back to back,
         which is faster but overestimates step times (by up to 40% on NMT).
@@ -51,6 +54,7 @@ class Problem:
     edge_src: np.ndarray | None = None
     edge_dst: np.ndarray | None = None
     edge_bytes: np.ndarray | None = None
+    seconds: np.ndarray | None = None
 
     def __post_init__(self):
         if self.leader is None:
@@ -77,6 +81,25 @@ COLOUR_SLACK = 4
 def op_device_ok(graph: OpGraph, cluster: Cluster) -> np.ndarray:
     """[n_ops, D] bool: the op has a cost (a kernel) for the device's type."""
     return np.stack([~np.isnan(graph.cost_for(d.type)) for d in cluster.devices], axis=1)
+
+
+def tie_class_seconds(graph: OpGraph, cluster: Cluster, op_leader: np.ndarray, num_groups: int) -> np.ndarray:
+    """[G, D] compute seconds of each tie class on each device, indexed by its leader group.
+
+    Args:
+      graph: cost-annotated OpGraph.
+      cluster: the devices (their types give the costs, their speeds divide them).
+      op_leader: [n_ops] tie leader group of each op.
+      num_groups: G.
+
+    Returns:
+      Row g sums the ops whose leader is g (0 for groups that lead nothing);
+      NaN where an op of the class has no kernel on the device.
+    """
+    op_seconds = np.stack([graph.cost_for(d.type) / d.speed for d in cluster.devices], axis=1)
+    out = np.zeros((num_groups, cluster.num_devices))
+    np.add.at(out, np.asarray(op_leader), op_seconds)
+    return out
 
 
 def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.ndarray | None = None):
@@ -130,5 +153,6 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
         edge_src=np.asarray(groups.edge_src),
         edge_dst=np.asarray(groups.edge_dst),
         edge_bytes=np.asarray(groups.edge_bytes),
+        seconds=tie_class_seconds(graph, cluster, leader[groups.op_group], groups.num_groups)[leader],
     )
     return problem, groups

@@ -63,6 +63,9 @@ class Trainer:
         self.metadata = dict(metadata or {})
         d = len(problem.device_names)
         self.mask_bias = np.where(problem.allowed, 0.0, MASKED).astype(np.float32)
+        strength = float(self.pc.get("compute_prior", 0.0))
+        if strength and problem.seconds is not None:  # docs/rl.md, "A start that knows the devices"
+            self.mask_bias += rl_math.compute_prior(problem.seconds, strength)
         self.policy = policy or policy_lib.build_policy(
             problem.vocab_size, problem.features.shape[1], d, config.policy, seed=seed
         )

@@ -207,3 +207,34 @@ def merge_memory(
             seen.add(key)
             keep.append(i)
     return a[keep], r[keep]
+
+
+def compute_prior(seconds: np.ndarray, strength: float) -> np.ndarray:
+    """A logit bias that favours, per group, the devices that compute it fastest.
+
+    Each group is charged its own compute time on a device plus an even share
+    of the whole graph's (t[g, d] + sum_g t[g, d] / G), so a group of
+    near-free ops takes the graph's ratio between devices rather than none:
+    sent to a slow device it still costs transfers. The policy then starts
+    with p(d | g) proportional to (charge on the group's best device /
+    charge on d) ** strength instead of uniform. Devices that tie (identical
+    GPUs) keep equal logits, so the policy still has to learn the split.
+
+    Args:
+      seconds: [G, D] compute seconds of each group on each device (NaN or
+        inf = no kernel there; those entries get 0 and are left to the mask).
+      strength: exponent; 0 = no prior (all zeros).
+
+    Returns:
+      [G, D] float32 bias, at most 0.
+    """
+    t = np.asarray(seconds, np.float64)
+    if strength == 0 or t.size == 0:
+        return np.zeros(t.shape, np.float32)
+    ok = np.isfinite(t)
+    share = np.where(ok, t, 0.0).sum(axis=0) / t.shape[0]
+    charge = np.where(ok, t, np.inf) + share
+    best = charge.min(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bias = -strength * np.log(charge / best)
+    return np.where(ok & np.isfinite(bias), bias, 0.0).astype(np.float32)

@@ -116,6 +116,7 @@ def test_bad_input_exits_2_and_leaves_the_workdir(files, tmp_path):
         ("train.entropy_schedule", "cosine"),
         ("policy.temperature_schedule", "cosine"),
         ("policy.encoder", "transformer"),
+        ("policy.compute_prior", "-1"),
     ):
         r = train(files, *ok, "--steps=3", f"--config.placer.{field}={value}")
         assert r.returncode == 2 and field in r.stderr and value in r.stderr, r.stderr
