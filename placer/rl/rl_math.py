@@ -212,9 +212,9 @@ def merge_memory(
 def compute_prior(seconds: np.ndarray, strength: float) -> np.ndarray:
     """A logit bias that favours, per group, the devices that compute it fastest.
 
-    Each group is charged its own compute time on a device plus an even share
-    of the whole graph's (t[g, d] + sum_g t[g, d] / G), so a group of
-    near-free ops takes the graph's ratio between devices rather than none:
+    Each group is charged its own compute time on a device plus the mean over
+    all groups (t[g, d] + sum_g t[g, d] / G), so a group of near-free ops
+    takes the graph's ratio between devices rather than none:
     sent to a slow device it still costs transfers. The policy then starts
     with p(d | g) proportional to (charge on the group's best device /
     charge on d) ** strength instead of uniform. Devices that tie (identical
