@@ -14,7 +14,7 @@ from placer.core.placement import Placement  # noqa: E402
 from placer.measure.simulator import Simulator  # noqa: E402
 from placer.rl import problem as problem_lib  # noqa: E402
 from placer.rl import rl_math  # noqa: E402
-from placer.rl.reinforce import Trainer  # noqa: E402
+from placer.rl.reinforce import Trainer, seed_everything  # noqa: E402
 
 MB = 1 << 20
 
@@ -90,6 +90,7 @@ def test_self_imitation_memory_keeps_the_best_distinct_placements_by_hand():
 
 
 def test_training_from_scratch_finds_one_chain_per_device(tmp_path):
+    seed_everything(0)  # as placer-train does: the weights must not depend on what ran before
     graph, cluster = two_chains()
     c = config()
     problem, groups = problem_lib.make_problem(graph, cluster, c)
