@@ -45,6 +45,12 @@ _METHODS = flags.DEFINE_list(
     list(DEFAULT_METHODS),
     "RL methods to run (rl_fixed is needed: it sets the searches' budget).",
 )
+_COLOCATE_GRADIENTS = flags.DEFINE_bool(
+    "colocate_gradients",
+    True,
+    "Grouping step 2: gradient ops join their forward op (config.placer.grouping.colocate_gradients), "
+    "for the RL runs and the searches' groups alike.",
+)
 _SECTION = flags.DEFINE_string(
     "section", "rl", 'BENCHMARKS.md section to write ("rl" is the three-graph table the README quotes).'
 )
@@ -101,7 +107,14 @@ def _search(name: str, graph, cluster, groups, budget: int, seed: int) -> dict:
 
 
 def run_model(
-    spec: str, cluster_name: str, minutes: float, steps: int, seed: int, out: str, methods=DEFAULT_METHODS
+    spec: str,
+    cluster_name: str,
+    minutes: float,
+    steps: int,
+    seed: int,
+    out: str,
+    methods=DEFAULT_METHODS,
+    colocate_gradients: bool = True,
 ) -> dict:
     from baselines import registry
     from graphs import pipeline
@@ -112,6 +125,7 @@ def run_model(
 
     config = configs_util.load_config(spec)
     config.cluster, config.measure = cluster_name, "sim"
+    config.placer.grouping.colocate_gradients = colocate_gradients
     cluster = cluster_lib.load(cluster_name)
     graph = pipeline.load_graph(cluster, config=config).graph
     sim = Simulator(graph, cluster)
@@ -252,7 +266,18 @@ def main(argv):
         runs = []
         for seed in seeds:
             print(f"== {spec}, seed {seed}", flush=True)
-            runs.append(run_model(spec, _CLUSTER.value, _MINUTES.value, _STEPS.value, seed, _OUT.value, methods))
+            runs.append(
+                run_model(
+                    spec,
+                    _CLUSTER.value,
+                    _MINUTES.value,
+                    _STEPS.value,
+                    seed,
+                    _OUT.value,
+                    methods,
+                    _COLOCATE_GRADIENTS.value,
+                )
+            )
         results.append(runs)
     with open(os.path.join(_OUT.value, "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=str)
@@ -267,7 +292,8 @@ def main(argv):
         f"seeds {', '.join(map(str, seeds))}; the table shows the median best step time (s) per method. "
         + "; ".join(f"{m}: {METHOD_TEXT[m]}" for m in methods)
         + "; random_search and local_search (simulated annealing from single_gpu) measured as many placements "
-        "as rl_fixed, on the same groups.",
+        "as rl_fixed, on the same groups."
+        + ("" if _COLOCATE_GRADIENTS.value else " Grouping step 2 off (`grouping.colocate_gradients=False`) for all."),
         "",
         *_table(results),
         "",
