@@ -52,9 +52,10 @@ def placer_config() -> ml_collections.ConfigDict:
     c.policy.logits_noise_std = 0.5
     c.policy.logits_noise_steps = 750
     # A prior on the devices (our choice): the sampling logits of each group start biased by
-    # -compute_prior x ln(its compute time on the device / on its fastest device), so the
-    # uniform start no longer sends a fifth of the groups to a CPU that runs them several times
-    # slower; ties (the four GPUs) stay even. 0 = uniform (the paper's method). docs/rl.md.
+    # -compute_prior x ln(its charge on the device / on its cheapest device), the charge being
+    # its compute time there plus the mean over all groups (placer.rl.rl_math.compute_prior),
+    # so the uniform start no longer sends a fifth of the groups to a CPU that runs them several
+    # times slower; ties (the four GPUs) stay even. 0 = uniform (the paper's method). docs/rl.md.
     c.policy.compute_prior = 0.0
     # Softmax temperature schedule: "constant" (the paper's method and TF's
     # placer), "linear" or "exponential" from `temperature` to
