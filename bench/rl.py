@@ -47,7 +47,7 @@ _METHODS = flags.DEFINE_list(
 )
 _COLOCATE_GRADIENTS = flags.DEFINE_bool(
     "colocate_gradients",
-    True,
+    False,
     "Grouping step 2: gradient ops join their forward op (config.placer.grouping.colocate_gradients), "
     "for the RL runs and the searches' groups alike.",
 )
@@ -114,7 +114,7 @@ def run_model(
     seed: int,
     out: str,
     methods=DEFAULT_METHODS,
-    colocate_gradients: bool = True,
+    colocate_gradients: bool = False,
 ) -> dict:
     from baselines import registry
     from graphs import pipeline
@@ -293,7 +293,7 @@ def main(argv):
         + "; ".join(f"{m}: {METHOD_TEXT[m]}" for m in methods)
         + "; random_search and local_search (simulated annealing from single_gpu) measured as many placements "
         "as rl_fixed, on the same groups."
-        + ("" if _COLOCATE_GRADIENTS.value else " Grouping step 2 off (`grouping.colocate_gradients=False`) for all."),
+        + (" Grouping step 2 on (`grouping.colocate_gradients=True`) for all." if _COLOCATE_GRADIENTS.value else ""),
         "",
         *_table(results),
         "",

@@ -31,10 +31,12 @@ def placer_config() -> ml_collections.ConfigDict:
     # two layers of an LSTM at one time step; 0 = op names are not read. 2 suits the
     # RNN configs' scopes ("encoder/layer_0"); docs/rl.md, "What the groups can express".
     c.grouping.scope_depth = 0
-    # Gradient ops join the forward op they differentiate, and update ops their variable
-    # (placer.core.grouping, step 2). False = they group by the other steps only, so a
-    # placement may run an op's gradient on another device than the op.
-    c.grouping.colocate_gradients = True
+    # True = gradient ops join the forward op they differentiate, and update ops their
+    # variable (placer.core.grouping, step 2, as TF's colocate_gradients_with_ops would).
+    # Our choice: False, so a placement may run an op's gradient on another device than
+    # the op; with step 2 the search from scratch found nothing better than one GPU
+    # (docs/rl.md, "Gradients apart from their forward ops").
+    c.grouping.colocate_gradients = False
 
     c.policy = ml_collections.ConfigDict()
     # TF's hierarchical placer uses 512; on a 2-core CPU a policy step on the

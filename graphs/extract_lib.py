@@ -21,7 +21,7 @@ from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 
 COSTS = ("grappler", "profile", "none")
-_GROUPING_KEYS = ("merge_single_consumer", "max_group_ops", "target_groups", "scope_depth")
+_GROUPING_KEYS = ("merge_single_consumer", "max_group_ops", "target_groups", "scope_depth", "colocate_gradients")
 
 
 @dataclasses.dataclass

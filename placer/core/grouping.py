@@ -25,6 +25,11 @@ through a third group) or exceed `max_group_ops`. The steps, in order:
    ("gradients/<forward op>_grad/...", also "gradients_1/..."), and optimizer
    update ops ("<opt>/update_<variable>/...") join their variable; an update
    op that its variable's group cannot take is tied to it instead.
+   Off by default (`colocate_gradients`; our choice): it bars every placement
+   that runs an op's backward pass on another device than its forward pass,
+   which is how the best baselines split NMT, and from scratch the search
+   over such groups could find nothing better than one GPU (docs/rl.md,
+   "Gradients apart from their forward ops").
 3. An op whose only consumer (over data and control edges) is one op joins that
    op's group; then, repeatedly, a group whose edges all go to one other group
    joins it.
@@ -239,7 +244,7 @@ def group(
     merge_single_consumer: bool = True,
     max_group_ops: int = 0,
     target_groups: int = 0,
-    colocate_gradients: bool = True,
+    colocate_gradients: bool = False,
     cycle_closure_ops: int = CYCLE_CLOSURE_OPS,
     op_colors: np.ndarray | None = None,
     min_groups: int = 0,
@@ -256,7 +261,8 @@ def group(
       target_groups: coarsen to at most this many groups (step 4) when
         admissible merges allow; 0 = no coarsening.
       colocate_gradients: apply step 2 (gradient and update ops join their
-        forward op or variable).
+        forward op or variable). Off by default: with it, no placement can
+        run an op's gradient on another device than the op (docs/rl.md).
       cycle_closure_ops: a colocated op (or update op) whose merge would
         close a cycle also takes the groups on the paths between when they
         hold at most this many ops; otherwise it is tied.

@@ -124,7 +124,7 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
         "max_group_ops": gc.max_group_ops,
         "target_groups": gc.get("target_groups", 0),
         "scope_depth": gc.get("scope_depth", 0),
-        "colocate_gradients": gc.get("colocate_gradients", True),
+        "colocate_gradients": gc.get("colocate_gradients", False),
     }
     min_groups = gc.get("min_groups", -1)
     options["min_groups"] = (

@@ -114,7 +114,7 @@ def test_update_op_is_tied_to_its_variable_not_merged():
     # Steps 1 and 2 only: read joins var; update would close the cycle
     # var -> read -> mm -> loss -> grad -> update, so it is tied to var's
     # group; grad cannot join mm (loss lies between).
-    gr = group(g, merge_single_consumer=False, cycle_closure_ops=0)
+    gr = group(g, colocate_gradients=True, merge_single_consumer=False, cycle_closure_ops=0)
     assert groups_by_name(g, gr) == [
         {"x"},
         {"var", "read"},
@@ -129,7 +129,7 @@ def test_update_op_is_tied_to_its_variable_not_merged():
     # Single-consumer merges: read's only consumer mm joins {var, read}; loss
     # joins grad, grad joins update (the class of one group takes them in).
     # mm has two consumers and x two, so they stop there.
-    gr = group(g, cycle_closure_ops=0)
+    gr = group(g, colocate_gradients=True, cycle_closure_ops=0)
     assert groups_by_name(g, gr) == [
         {"x"},
         {"var", "read", "mm"},
@@ -141,7 +141,7 @@ def test_update_op_is_tied_to_its_variable_not_merged():
     assert gr.expand(np.array([0, 1, 2])).tolist() == [0, 1, 1, 2]
     check_invariants(g, gr)
     # The default closure takes mm, loss and grad (3 ops) into var's group instead.
-    gr = group(g, merge_single_consumer=False)
+    gr = group(g, colocate_gradients=True, merge_single_consumer=False)
     assert {"var", "read", "mm", "loss", "gradients/mm_grad/MatMul_1", "SGD/update_var/Apply"} in groups_by_name(g, gr)
     check_invariants(g, gr)
 
@@ -240,7 +240,7 @@ def test_forward_op_for_names():
 def test_gradient_ops_join_their_forward_group():
     g = training_graph()
     # Gradients on their own: the two mm_grad ops join each other only.
-    gr = group(g, merge_single_consumer=False, cycle_closure_ops=0)
+    gr = group(g, colocate_gradients=True, merge_single_consumer=False, cycle_closure_ops=0)
     names = groups_by_name(g, gr)
     assert {"gradients/mm_grad/MatMul", "gradients/mm_grad/MatMul_1"} in names
     # mm -> loss -> Fill -> grads is a path through third groups: refused.
@@ -248,7 +248,7 @@ def test_gradient_ops_join_their_forward_group():
     check_invariants(g, gr)
     # With single-consumer merges mm joins loss and loss joins Fill, but the
     # gradient ops had their chance before: the group graph stays acyclic.
-    full = group(g, cycle_closure_ops=0)
+    full = group(g, colocate_gradients=True, cycle_closure_ops=0)
     group_of = dict(zip(g.names.tolist(), full.op_group.tolist(), strict=True))
     assert group_of["mm"] == group_of["loss"]
     check_invariants(g, full)

@@ -19,11 +19,14 @@ def test_colocate_gradients_off_keeps_the_gradients_apart_from_their_forward_op(
     c.grouping.merge_single_consumer = False
     c.grouping.target_groups = 0
     # Step 2 on: both mm_grad ops join mm (taking loss and Fill, the ops between, along).
+    c.grouping.colocate_gradients = True
     _, on = problem_lib.make_problem(graph, cluster, c)
     on_group = group_of(graph, on)
     assert on_group["mm"] == on_group[GRADS[0]] == on_group[GRADS[1]]
-    # Step 2 off: every op keeps a group of its own (no colocation keys, no single-consumer merges).
-    c.grouping.colocate_gradients = False
+    # Step 2 off (the default): every op keeps a group of its own (no colocation keys, no
+    # single-consumer merges).
+    del c.grouping.colocate_gradients
+    assert placer_config().grouping.colocate_gradients is False
     problem, off = problem_lib.make_problem(graph, cluster, c)
     assert off.num_groups == graph.num_ops
     off_group = group_of(graph, off)
