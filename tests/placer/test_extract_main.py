@@ -1,6 +1,8 @@
 """placer-extract end to end on the tiny NMT, and its bad-input errors."""
 
-from placer.core import io
+from placer.core import cluster as cluster_lib
+from placer.core import configs_util, io
+from placer.rl import problem as problem_lib
 from tests.cli import run_module
 
 
@@ -26,6 +28,12 @@ def test_tiny_nmt_summary_and_graph_file(tmp_path):
     assert r2.returncode == 0, r2.stderr
     groups = [x for x in r.stdout.splitlines() if x.startswith("groups:")]
     assert groups == [x for x in r2.stdout.splitlines() if x.startswith("groups:")]
+    # placer-train groups the graph from scratch into as many groups (the config's grouping,
+    # gradients apart from their forward ops, on k80x4's five devices).
+    _, train_groups = problem_lib.make_problem(
+        g, cluster_lib.load("k80x4"), configs_util.load_config("configs/nmt.py:tiny").placer
+    )
+    assert groups[0].startswith(f"groups: {train_groups.num_groups} (")
     r3 = run("--config=configs/nmt.py:tiny", "--scope_depth=2")
     assert r3.returncode == 0, r3.stderr[-2000:]
     scoped = [x for x in r3.stdout.splitlines() if x.startswith("groups:")]
