@@ -34,7 +34,7 @@ def placer_config() -> ml_collections.ConfigDict:
     # True = gradient ops join the forward op they differentiate, and update ops their
     # variable (placer.core.grouping, step 2, as TF's colocate_gradients_with_ops would).
     # Our choice: False, so a placement may run an op's gradient on another device than
-    # the op; with step 2 the search from scratch found nothing better than one GPU
+    # the op; with step 2 the searches from scratch found little better than one GPU
     # (docs/rl.md, "Gradients apart from their forward ops").
     c.grouping.colocate_gradients = False
 

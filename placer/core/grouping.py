@@ -28,7 +28,7 @@ through a third group) or exceed `max_group_ops`. The steps, in order:
    Off by default (`colocate_gradients`; our choice): it bars every placement
    that runs an op's backward pass on another device than its forward pass,
    which is how the best baselines split NMT, and from scratch the search
-   over such groups could find nothing better than one GPU (docs/rl.md,
+   over such groups found little better than one GPU (docs/rl.md,
    "Gradients apart from their forward ops").
 3. An op whose only consumer (over data and control edges) is one op joins that
    op's group; then, repeatedly, a group whose edges all go to one other group
