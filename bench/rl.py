@@ -47,9 +47,9 @@ _METHODS = flags.DEFINE_list(
 )
 _COLOCATE_GRADIENTS = flags.DEFINE_bool(
     "colocate_gradients",
-    False,
+    None,
     "Grouping step 2: gradient ops join their forward op (config.placer.grouping.colocate_gradients), "
-    "for the RL runs and the searches' groups alike.",
+    "for the RL runs and the searches' groups alike; default: the config's.",
 )
 _SECTION = flags.DEFINE_string(
     "section", "rl", 'BENCHMARKS.md section to write ("rl" is the three-graph table the README quotes).'
@@ -114,7 +114,7 @@ def run_model(
     seed: int,
     out: str,
     methods=DEFAULT_METHODS,
-    colocate_gradients: bool = False,
+    colocate_gradients: bool | None = None,
 ) -> dict:
     from baselines import registry
     from graphs import pipeline
@@ -125,7 +125,8 @@ def run_model(
 
     config = configs_util.load_config(spec)
     config.cluster, config.measure = cluster_name, "sim"
-    config.placer.grouping.colocate_gradients = colocate_gradients
+    if colocate_gradients is not None:
+        config.placer.grouping.colocate_gradients = colocate_gradients
     cluster = cluster_lib.load(cluster_name)
     graph = pipeline.load_graph(cluster, config=config).graph
     sim = Simulator(graph, cluster)
