@@ -5,15 +5,16 @@ download): an MLP on a noisy two-class problem, a 1-D CNN on noisy
 sinusoids of four frequencies, and an LSTM on sequences whose class is
 the sign of their running sum. Jobs differ in learning rate, and some drop
 it tenfold (a step decay) partway through, so the curves have regime
-changes. An iteration is one pass over the training set (STEPS batches of
-BATCH); its loss is the cross-entropy on a fixed held-out set.
+changes. An iteration is one optimizer step on a batch of BATCH, as in
+SLAQ, where every update reports a loss; its loss is the cross-entropy on a
+fixed held-out set, and the training set (PASS_STEPS batches) is reshuffled
+after each pass.
 
 Seconds per iteration on s workers (the trace's seconds_s columns), by
 data-parallel splitting: each worker runs the step on BATCH / s examples
-and the s gradients are averaged, so an iteration takes STEPS times (the
-measured seconds of one training step on BATCH / s examples, the fastest of
-REPEATS, plus the measured seconds to average s copies of the model's
-gradients in numpy). The workers are taken to run side by side on devices
+and the s gradients are averaged, so an iteration takes the measured seconds
+of one training step on BATCH / s examples (the fastest of REPEATS) plus the
+measured seconds to average s copies of the model's gradients in numpy. The workers are taken to run side by side on devices
 of their own; with small batches the per-step overhead dominates, so these
 jobs stop scaling after a few workers, as real ones do.
 
@@ -34,8 +35,8 @@ from placer.sharing.slaq_trace import TraceJob, save_trace
 
 OUT = os.path.join(report.ROOT, "bench", "data", "keras_trace.csv")
 BATCH = 512  # global batch, examples
-STEPS = 4  # batches per iteration
-ITERATIONS = 60  # iterations per job
+PASS_STEPS = 4  # batches per pass over the training set
+ITERATIONS = 240  # iterations (optimizer steps) per job
 WORKERS = 8  # seconds recorded for 1..WORKERS workers
 REPEATS = 9  # timed steps per batch size (the fastest counts: this machine is shared)
 
@@ -79,7 +80,7 @@ def train_job(kind: str, lr: float, decay_at: int | None, seed: int, tf) -> tupl
     """[ITERATIONS + 1] held-out losses and [WORKERS] seconds per iteration on 1..WORKERS workers."""
     rng = np.random.default_rng(seed)
     tf.keras.utils.set_random_seed(seed)
-    x, y = make_data(kind, rng, BATCH * STEPS)
+    x, y = make_data(kind, rng, BATCH * PASS_STEPS)
     xv, yv = make_data(kind, rng, 256)
     model = make_model(kind, tf)
     opt = tf.keras.optimizers.SGD(learning_rate=lr, momentum=0.9)
@@ -100,10 +101,11 @@ def train_job(kind: str, lr: float, decay_at: int | None, seed: int, tf) -> tupl
     for it in range(ITERATIONS):
         if decay_at is not None and it == decay_at:
             opt.learning_rate.assign(lr / 10)
-        order = rng.permutation(x.shape[0])
-        for b in range(STEPS):
-            idx = order[b * BATCH : (b + 1) * BATCH]
-            step(x[idx], y[idx])
+        if it % PASS_STEPS == 0:
+            order = rng.permutation(x.shape[0])
+        b = it % PASS_STEPS
+        idx = order[b * BATCH : (b + 1) * BATCH]
+        step(x[idx], y[idx])
         losses.append(held_out())
     return np.array(losses), seconds_per_workers(step, model, x, y)
 
@@ -125,23 +127,23 @@ def seconds_per_workers(step, model, x, y) -> np.ndarray:
         for _ in range(REPEATS):
             [np.mean([c[i] for c in copies], axis=0) for i in range(len(sizes))]
         t_avg = (time.perf_counter() - t) / REPEATS if s > 1 else 0.0
-        out.append(STEPS * (float(np.min(t_step)) + t_avg))
+        out.append(float(np.min(t_step)) + t_avg)
     return np.array(out)
 
 
 JOBS = [  # (model, learning rate, iteration of a tenfold learning-rate drop or None)
     ("mlp", 0.01, None),
-    ("mlp", 0.05, 20),
+    ("mlp", 0.05, 80),
     ("mlp", 0.002, None),
-    ("mlp", 0.02, 30),
+    ("mlp", 0.02, 120),
     ("cnn", 0.05, None),
-    ("cnn", 0.2, 25),
+    ("cnn", 0.2, 100),
     ("cnn", 0.01, None),
-    ("cnn", 0.1, 15),
+    ("cnn", 0.1, 60),
     ("lstm", 0.02, None),
-    ("lstm", 0.1, 25),
+    ("lstm", 0.1, 100),
     ("lstm", 0.005, None),
-    ("lstm", 0.05, 35),
+    ("lstm", 0.05, 140),
 ]
 
 
