@@ -15,8 +15,9 @@ data-parallel splitting: each worker runs the step on BATCH / s examples
 and the s gradients are averaged, so an iteration takes the measured seconds
 of one training step on BATCH / s examples (the fastest of REPEATS) plus the
 measured seconds to average s copies of the model's gradients in numpy. The
-workers are taken to run side by side on devices of their own; with small batches the per-step overhead dominates, so these
-jobs stop scaling after a few workers, as real ones do.
+workers are taken to run side by side on devices of their own; with small
+batches the per-step overhead dominates, so these jobs stop scaling after a
+few workers, as real ones do.
 
 About two to three minutes on 2 cores:
 
