@@ -79,11 +79,11 @@ def search(
     from configs import common  # noqa: PLC0415
     from placer.core import cluster as cluster_lib  # noqa: PLC0415
     from placer.core import io as graph_io  # noqa: PLC0415
-    from placer.rl import train_lib, transfer_lib  # noqa: PLC0415
+    from placer.rl import train_lib  # noqa: PLC0415
 
     os.makedirs(workdir, exist_ok=True)
     path = os.path.join(workdir, "graph.json")
-    graph_io.save(transfer_lib.load_spec(_FILES.get(spec, spec), cluster_lib.load(cluster)), path)
+    graph_io.save(load_graph(spec, cluster_lib.load(cluster)), path)
     config = common.attach(ml_collections.ConfigDict(), cluster=cluster)
     if not warm:
         config.placer.train.warm_start = ""
@@ -121,11 +121,11 @@ def zero_shot(policy, spec: str, cluster_name: str, samples: int) -> dict:
     from baselines import registry  # noqa: PLC0415
     from configs import common  # noqa: PLC0415
     from placer.core import cluster as cluster_lib  # noqa: PLC0415
-    from placer.rl import place_lib, transfer_lib  # noqa: PLC0415
+    from placer.rl import place_lib  # noqa: PLC0415
     from placer.rl import problem as problem_lib  # noqa: PLC0415
 
     cluster = cluster_lib.load(cluster_name)
-    graph = transfer_lib.load_spec(_FILES.get(spec, spec), cluster)
+    graph = load_graph(spec, cluster)
     config = common.placer_config()
     r = place_lib.place(policy, graph, cluster, config, samples=samples, seed=0, source=spec)
     base = place_lib.baseline_times(graph, cluster, r["measurer"])
@@ -161,6 +161,13 @@ def extract_models(specs, out: str) -> None:
             path = os.path.join(out, "graphs", spec.replace("/", "_").replace(":", "_") + ".json")
             graph_io.save(transfer_lib.load_spec(spec, cluster_lib.load("k80x4")), path)
             _FILES[spec] = path
+
+
+def load_graph(spec: str, cluster):
+    """The graph of a spec, from its extracted JSON when extract_models made one."""
+    from placer.rl import transfer_lib  # noqa: PLC0415
+
+    return transfer_lib.load_spec(_FILES.get(spec, spec), cluster)
 
 
 def run_all(out: str) -> dict:

@@ -21,8 +21,6 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
     config = common.attach(ml_collections.ConfigDict())
     config.placer.policy.encoder = "gnn"
     p = config.pretrain = ml_collections.ConfigDict()
-    # Generated graphs of one family only, so that two families stay unseen.
-    gen = [f"gen:layered:{n}:{s}" for n in (40, 80) for s in range(6)]
     if variant == "small":
         p.graphs = ",".join(f"gen:layered:{n}:{s}" for n in (30, 60) for s in range(4))
         # An unseen seed of the trained family, and two families never trained on.
@@ -35,6 +33,8 @@ def get_config(variant: str = "") -> ml_collections.ConfigDict:
             "configs/nmt.py:layers=4",
             "configs/inception_v3.py:batch=32",
         ]
+        # Generated graphs of one family only, so that two families stay unseen.
+        gen = [f"gen:layered:{n}:{s}" for n in (40, 80) for s in range(6)]
         p.graphs = ",".join(models + gen)
         # The held-out set: NMT 8 layers, RNNLM 4 layers, Inception-V3 at another batch size,
         # and the fanin and chain families (never trained on).
