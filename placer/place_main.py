@@ -5,7 +5,7 @@ Example:
   placer-place --policy=/tmp/policy --config=configs/nmt.py:layers=8 --cluster=h100x8 --out=p.json
 
 Measures the policy's greedy placement and --samples sampled ones with the
-simulator, writes the fastest to --out, and prints it beside the baselines.
+simulator (fewer when --max_seconds runs out), writes the fastest to --out, and prints it beside the baselines.
 A graph whose feature layout the policy cannot read is refused in one line
 (exit status 2).
 """
@@ -20,6 +20,9 @@ _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file, or gen:FAMILY:OPS:SEED, instead of --config.")
 _CLUSTER = flags.DEFINE_string("cluster", None, "Cluster preset or JSON file (default: the config's, else k80x4).")
 _SAMPLES = flags.DEFINE_integer("samples", 64, "Sampled placements measured besides the greedy one.")
+_MAX_SECONDS = flags.DEFINE_float(
+    "max_seconds", None, "Wall-time budget (s): no new chunk of samples starts past it (default: no budget)."
+)
 _SEED = flags.DEFINE_integer("seed", 0, "Sampling seed.")
 _OUT = flags.DEFINE_string("out", None, "Placement JSON file to write.", required=True)
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out file.")
@@ -35,6 +38,8 @@ def main(argv):
 
     if _SAMPLES.value < 0:
         raise InputError(f"--samples must be at least 0, got {_SAMPLES.value}")
+    if _MAX_SECONDS.value is not None and _MAX_SECONDS.value < 0:
+        raise InputError(f"--max_seconds must be at least 0, got {_MAX_SECONDS.value}")
     if (_CONFIG.value is None) == (_GRAPH.value is None):
         raise InputError("give exactly one of --config and --graph")
     policy, _ = transfer_lib.load_policy(_POLICY.value)
@@ -49,13 +54,21 @@ def main(argv):
         source = f"--config ({config.model.name})"
         graph = pipeline.load_graph(cluster, config=config).graph
     result = place_lib.place(
-        policy, graph, cluster, config.placer, samples=_SAMPLES.value, seed=_SEED.value, source=source
+        policy,
+        graph,
+        cluster,
+        config.placer,
+        samples=_SAMPLES.value,
+        seed=_SEED.value,
+        source=source,
+        max_seconds=_MAX_SECONDS.value,
     )
     result["placement"].save(_OUT.value)
     baselines = place_lib.baseline_times(graph, cluster, result["measurer"], seed=_SEED.value)
     print(place_lib.table(result, baselines))
     print(
-        f"{graph.name} on {cluster.name}: {result['step_time']:.6f} s in {result['seconds']:.2f} s of wall time; wrote {_OUT.value}"
+        f"{graph.name} on {cluster.name}: {result['step_time']:.6f} s, best of the greedy placement and "
+        f"{result['samples']} samples, in {result['seconds']:.2f} s of wall time; wrote {_OUT.value}"
     )
 
 

@@ -19,14 +19,32 @@ from placer.core.op_graph import OpGraph
 from placer.measure import registry as measure_registry
 from placer.rl import graph_policy, transfer_lib
 
+CHUNK = 64  # samples drawn and measured together
 
-def place(policy, graph: OpGraph, cluster: Cluster, placer_config, *, samples: int, seed: int, source: str):
+
+def place(
+    policy,
+    graph: OpGraph,
+    cluster: Cluster,
+    placer_config,
+    *,
+    samples: int,
+    seed: int,
+    source: str,
+    max_seconds: float | None = None,
+):
     """Places `graph` on `cluster` zero-shot: greedy plus the best of `samples` samples, by the simulator.
+
+    The samples are drawn and measured in chunks of `CHUNK`; with `max_seconds`, no new chunk starts
+    once the wall time since the call, plus the last chunk's, would pass it (the greedy placement
+    is always measured). Chunk i is drawn with seed (seed, 1 + i), so a run that is not cut short
+    gives the same result on any machine.
 
     Returns:
       dict with the best Placement ("placement"), its step time ("step_time", s),
-      the greedy one's ("greedy_step_time", s, inf when it failed), the policy's
-      wall time including measuring ("seconds"), the task and the measurer.
+      the greedy one's ("greedy_step_time", s, inf when it failed), how many samples were
+      measured besides it ("samples"), the policy's wall time including measuring ("seconds"),
+      the task and the measurer.
 
     Raises:
       InputError: the graph's feature layout cannot be read, or nothing ran.
@@ -35,16 +53,23 @@ def place(policy, graph: OpGraph, cluster: Cluster, placer_config, *, samples: i
     measurer = measure_registry.make_measurer("sim", graph, cluster)
     task = transfer_lib.make_task(graph, cluster, placer_config, measurer, source)
     leader = task.problem.leader
-    greedy = graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, 1, (seed, 0), greedy=True)
-    actions = greedy
-    if samples > 0:
-        drawn = graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, samples, (seed, 1))
-        actions = np.concatenate([greedy, drawn])
-    results = measurer.measure(task.placements(actions))
-    times = np.array([m.step_time if m.ok else np.inf for m in results])
+    actions = [graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, 1, (seed, 0), greedy=True)]
+    times = [_step_times(measurer, task, actions[0])]
+    drawn, chunk_seconds = 0, 0.0
+    while drawn < samples:
+        if max_seconds is not None and time.time() - t0 + chunk_seconds > max_seconds:
+            break
+        t_chunk = time.time()
+        k = min(CHUNK, samples - drawn)
+        actions.append(graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, k, (seed, len(times))))
+        times.append(_step_times(measurer, task, actions[-1]))
+        drawn += k
+        chunk_seconds = time.time() - t_chunk
+    actions, times = np.concatenate(actions), np.concatenate(times)
     k = int(np.argmin(times))
     if not np.isfinite(times[k]):
-        raise InputError(f"{source}: every placement of the policy failed ({results[0].failure})")
+        failure = measurer.measure(task.placements(actions[:1]))[0].failure  # the greedy one's, again
+        raise InputError(f"{source}: every placement of the policy failed ({failure})")
     placement = task.problem.placement(
         actions[k], method="pretrained_gnn", step_time=float(times[k]), cluster=cluster.name, measure="sim"
     )
@@ -52,10 +77,16 @@ def place(policy, graph: OpGraph, cluster: Cluster, placer_config, *, samples: i
         "placement": placement,
         "step_time": float(times[k]),
         "greedy_step_time": float(times[0]),
+        "samples": drawn,
         "seconds": time.time() - t0,
         "task": task,
         "measurer": measurer,
     }
+
+
+def _step_times(measurer, task, actions: np.ndarray) -> np.ndarray:
+    """Step times (s) of a [K, G] batch of placements; inf where one failed."""
+    return np.array([m.step_time if m.ok else np.inf for m in measurer.measure(task.placements(actions))])
 
 
 def baseline_times(graph: OpGraph, cluster: Cluster, measurer, seed: int = 0) -> dict[str, float]:

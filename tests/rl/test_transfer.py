@@ -118,6 +118,35 @@ def test_save_load_place_round_trip(tmp_path):
     assert placement.metadata["method"] == "pretrained_gnn"
 
 
+def test_zero_shot_budget_and_chunks():
+    config = tiny_config("gen:chain:16:0")
+    policy = graph_policy.build(config.placer.policy, seed=0)
+    graph = generated.generate("layered", 40, 3)
+    k80x4 = cluster_lib.load("k80x4")
+    n = place_lib.CHUNK + 9  # a full chunk and a partial one
+
+    def run(**kw):
+        return place_lib.place(policy, graph, k80x4, config.placer, samples=n, seed=0, source="test", **kw)
+
+    full = run()
+    assert full["samples"] == n
+    # The result is the fastest of the greedy placement and the chunks, each drawn with seed (0, 1 + i).
+    task = full["task"]
+    leader = task.problem.leader
+    drawn = np.concatenate([
+        graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, 1, (0, 0), greedy=True),
+        graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, place_lib.CHUNK, (0, 1)),
+        graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, 9, (0, 2)),
+    ])  # fmt: skip
+    times = [m.step_time for m in full["measurer"].measure(task.placements(drawn))]
+    assert full["step_time"] == pytest.approx(min(times)) and full["greedy_step_time"] == pytest.approx(times[0])
+    assert min(times[1:]) < times[0]  # the samples found something faster than the greedy placement
+    # A spent budget starts no chunk: the greedy placement alone.
+    none = run(max_seconds=0.0)
+    assert none["samples"] == 0 and none["step_time"] == pytest.approx(times[0])
+    assert run(max_seconds=600.0)["step_time"] == pytest.approx(full["step_time"])
+
+
 def cpu_only_graph():
     return OpGraph.create(
         "cpu_only", ["a", "b"], ["MatMul", "Add"], [("a", "b", 8)], device_types=("CPU",), compute_cost=[[1e-3], [1e-3]]
