@@ -136,6 +136,28 @@ def prediction_error(jobs: list[TraceJob], ahead: int = AHEAD) -> dict[str, floa
     }
 
 
+def noise_floor(jobs: list[TraceJob], ahead: int = AHEAD) -> tuple[dict[str, float], dict[str, float]]:
+    """How far each point that `prediction_error` predicts lies from the mean of its two recorded
+    neighbours, relative to it: the point-to-point noise that no prediction of the trend removes.
+
+    Returns:
+      (the same keys as `prediction_error`, {job id: its p90}).
+    """
+    rel, per_job = [], {}
+    for job in jobs:
+        t = np.arange(2 * ahead, job.iterations, ahead)  # the points prediction_error predicts
+        mine = np.abs(job.losses[t] - (job.losses[t - 1] + job.losses[t + 1]) / 2) / np.abs(job.losses[t])
+        per_job[job.job_id] = float(np.percentile(mine, 90))
+        rel.extend(mine)
+    rel = np.array(rel)
+    return {
+        "fits": rel.size,
+        "fallback": 0.0,
+        "median": float(np.median(rel)),
+        "p90": float(np.percentile(rel, 90)),
+    }, per_job
+
+
 class OracleAllocator:
     """SLAQ's rule (total objective) with foresight: each job's gain on s slots is read
     from its recorded future losses and iteration times instead of the fitted curve and
@@ -273,6 +295,15 @@ def prediction_rows() -> list[tuple[str, dict, bool]]:
     if os.path.exists(KERAS_TRACE):
         far = prediction_error(load_trace(KERAS_TRACE), ahead=10 * KERAS_PASS)
         rows.append((f"Keras curves, {10 * KERAS_PASS} iterations (10 passes) ahead", far, False))
+        floor, per_job = noise_floor(load_trace(KERAS_TRACE))
+        noisy = ", ".join(f"{j} {v:.0%}" for j, v in sorted(per_job.items()) if v > PRED_P90) or "none"
+        rows.append(
+            (
+                f"Keras curves, noise floor: each point against its neighbours' mean (p90 over {PRED_P90:.0%}: {noisy})",
+                floor,
+                False,
+            )
+        )
     return rows
 
 
@@ -288,7 +319,9 @@ def prediction_lines(pred) -> list[str]:
         "0.9) at cut points every 10 iterations; error relative to the recorded loss. Recorded searches: the",
         f"loss signal placer-search reports by default (`--loss={DEFAULT_LOSS}`, bench/slaq_loss.py's choice).",
         f"Keras curves: an iteration is one optimizer step, {KERAS_PASS} per pass over the training set",
-        "(bench/keras_trace.py); the last row predicts 10 passes ahead from cut points every 10 passes.",
+        "(bench/keras_trace.py); the next row predicts 10 passes ahead from cut points every 10 passes, and the",
+        "noise floor measures each predicted point against the mean of the points just before and after it,",
+        "which no prediction of the trend can beat on a curve that jumps from one iteration to the next.",
         f"Target: median at most {PRED_MEDIAN:.0%}, p90 at most {PRED_P90:.0%}, on every family.",
         "",
         "| curves | fits | fallback fits | median | p90 | target |",
