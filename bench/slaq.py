@@ -127,7 +127,11 @@ def prediction_error(jobs: list[TraceJob], ahead: int = AHEAD) -> dict[str, floa
             fallbacks += fit.family == slaq_curves.MEAN_CHANGE
             err = abs(slaq_curves.predict(fit, cut + ahead) - job.losses[cut + ahead])
             rel.append(err / abs(job.losses[cut + ahead]))
-    rel = np.array(rel)
+    return _error_stats(np.array(rel), fallbacks)
+
+
+def _error_stats(rel: np.ndarray, fallbacks: int) -> dict[str, float]:
+    """fits, share of fallback fits, median and p90 of relative errors."""
     return {
         "fits": rel.size,
         "fallback": fallbacks / max(rel.size, 1),
@@ -149,13 +153,7 @@ def noise_floor(jobs: list[TraceJob], ahead: int = AHEAD) -> tuple[dict[str, flo
         mine = np.abs(job.losses[t] - (job.losses[t - 1] + job.losses[t + 1]) / 2) / np.abs(job.losses[t])
         per_job[job.job_id] = float(np.percentile(mine, 90))
         rel.extend(mine)
-    rel = np.array(rel)
-    return {
-        "fits": rel.size,
-        "fallback": 0.0,
-        "median": float(np.median(rel)),
-        "p90": float(np.percentile(rel, 90)),
-    }, per_job
+    return _error_stats(np.array(rel), 0), per_job
 
 
 class OracleAllocator:
@@ -293,9 +291,10 @@ def prediction_rows() -> list[tuple[str, dict, bool]]:
     10 passes ahead, a coarser horizon shown beside the target's."""
     rows = [(label, prediction_error(jobs), True) for label, jobs in curve_sets()]
     if os.path.exists(KERAS_TRACE):
-        far = prediction_error(load_trace(KERAS_TRACE), ahead=10 * KERAS_PASS)
+        keras = load_trace(KERAS_TRACE)
+        far = prediction_error(keras, ahead=10 * KERAS_PASS)
         rows.append((f"Keras curves, {10 * KERAS_PASS} iterations (10 passes) ahead", far, False))
-        floor, per_job = noise_floor(load_trace(KERAS_TRACE))
+        floor, per_job = noise_floor(keras)
         noisy = ", ".join(f"{j} {v:.0%}" for j, v in sorted(per_job.items()) if v > PRED_P90) or "none"
         rows.append(
             (

@@ -4,8 +4,9 @@ Example:
   placer-place --policy=/tmp/policy --graph=g.graph.json --cluster=k80x4 --out=placement.json
   placer-place --policy=/tmp/policy --config=configs/nmt.py:layers=8 --cluster=h100x8 --out=p.json
 
-Measures the policy's greedy placement and --samples sampled ones with the
-simulator (fewer when --max_seconds runs out), writes the fastest to --out, and prints it beside the baselines.
+Measures the policy's greedy placement and --samples sampled ones (fewer when
+--max_seconds runs out) with the simulator, writes the fastest to --out, and
+prints it beside the baselines.
 A graph whose feature layout the policy cannot read is refused in one line
 (exit status 2).
 """

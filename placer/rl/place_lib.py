@@ -54,22 +54,22 @@ def place(
     task = transfer_lib.make_task(graph, cluster, placer_config, measurer, source)
     leader = task.problem.leader
     actions = [graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, 1, (seed, 0), greedy=True)]
-    times = [_step_times(measurer, task, actions[0])]
+    results = measurer.measure(task.placements(actions[0]))
     drawn, chunk_seconds = 0, 0.0
     while drawn < samples:
         if max_seconds is not None and time.time() - t0 + chunk_seconds > max_seconds:
             break
         t_chunk = time.time()
-        k = min(CHUNK, samples - drawn)
-        actions.append(graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, k, (seed, len(times))))
-        times.append(_step_times(measurer, task, actions[-1]))
-        drawn += k
+        n = min(CHUNK, samples - drawn)
+        actions.append(graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, n, (seed, len(actions))))
+        results += measurer.measure(task.placements(actions[-1]))
+        drawn += n
         chunk_seconds = time.time() - t_chunk
-    actions, times = np.concatenate(actions), np.concatenate(times)
+    actions = np.concatenate(actions)
+    times = np.array([m.step_time if m.ok else np.inf for m in results])
     k = int(np.argmin(times))
     if not np.isfinite(times[k]):
-        failure = measurer.measure(task.placements(actions[:1]))[0].failure  # the greedy one's, again
-        raise InputError(f"{source}: every placement of the policy failed ({failure})")
+        raise InputError(f"{source}: every placement of the policy failed ({results[0].failure})")
     placement = task.problem.placement(
         actions[k], method="pretrained_gnn", step_time=float(times[k]), cluster=cluster.name, measure="sim"
     )
@@ -82,11 +82,6 @@ def place(
         "task": task,
         "measurer": measurer,
     }
-
-
-def _step_times(measurer, task, actions: np.ndarray) -> np.ndarray:
-    """Step times (s) of a [K, G] batch of placements; inf where one failed."""
-    return np.array([m.step_time if m.ok else np.inf for m in measurer.measure(task.placements(actions))])
 
 
 def baseline_times(graph: OpGraph, cluster: Cluster, measurer, seed: int = 0) -> dict[str, float]:
