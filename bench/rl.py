@@ -197,18 +197,29 @@ def _within(curve, final: float, tol: float = 0.05) -> float | None:
     return next((w for _, w, b in curve if b <= final * (1 + tol)), None)
 
 
+def _cell(runs: list[dict], method: str) -> str:
+    """The median best step time (s) of a method, with the seeds' range when there are several."""
+    values = [r[method]["best"] for r in runs]
+    text = f"{statistics.median(values):.4f}"
+    return text if len(values) == 1 else f"{text} ({min(values):.4f}-{max(values):.4f})"
+
+
 def _table(results: list[list[dict]]) -> list[str]:
+    """Markdown rows: per graph, each method's median best (seeds' range), placements, and RL against annealing."""
     methods = _present(results[0][0])
     head = "| graph | ops | groups | expert (s) | best baseline (s) | " + " | ".join(methods)
-    lines = [head + " | placements per search |", "|" + "---|" * (6 + len(methods))]
+    tail = " | placements per search (median) | rl_fixed vs local_search, per seed |"
+    lines = [head + tail, "|" + "---|" * (7 + len(methods))]
     for runs in results:
         r = runs[0]
         b = r["baselines"]
         best = min(b, key=b.get)
-        cells = " | ".join(f"{_median(runs, m):.4f}" for m in methods)
+        cells = " | ".join(_cell(runs, m) for m in methods)
+        versus = ", ".join(f"{x['rl_fixed']['best'] / x['local_search']['best'] - 1:+.1%}" for x in runs)
+        placements = statistics.median(x["rl_fixed"]["samples"] for x in runs)
         lines.append(
             f"| {r['graph']} | {r['ops']} | {r['groups']} | {b.get('expert', float('nan')):.4f} | "
-            f"{best} {b[best]:.4f} | {cells} | {r['rl_fixed']['samples']} |"
+            f"{best} {b[best]:.4f} | {cells} | {placements:.0f} | {versus} |"
         )
     return lines
 
@@ -290,7 +301,9 @@ def main(argv):
     body = [
         f"Simulated `{_CLUSTER.value}` cluster, costs from Grappler's analytical model, commit {commit}. "
         f"Each RL search had {_MINUTES.value:g} minutes of wall time on this machine (shared with other work), "
-        f"seeds {', '.join(map(str, seeds))}; the table shows the median best step time (s) per method. "
+        f"seeds {', '.join(map(str, seeds))}; the table shows the median best step time (s) per method "
+        "(with the seeds' range when there are several) and, per seed, how much slower (+) or faster (-) "
+        "rl_fixed ended than annealing. "
         + "; ".join(f"{m}: {METHOD_TEXT[m]}" for m in methods)
         + "; random_search and local_search (simulated annealing from single_gpu) measured as many placements "
         "as rl_fixed, on the same groups."
