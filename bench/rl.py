@@ -320,7 +320,7 @@ def main(argv):
     ]
     title = "RL from scratch against same-budget search"
     if _SECTION.value != "rl":
-        title += f": {', '.join(r[0]['graph'] for r in results)}, {_MINUTES.value:g} minutes"
+        title += f": {', '.join(r[0]['graph'] for r in results)}, {_MINUTES.value:g} minutes, seeds {', '.join(map(str, seeds))}"
     report.update_section(_SECTION.value, title, "\n".join(body), "bench/rl.py")
 
 
