@@ -199,9 +199,11 @@ def _within(curve, final: float, tol: float = 0.05) -> float | None:
 
 def _cell(runs: list[dict], method: str) -> str:
     """The median best step time (s) of a method, with the seeds' range when there are several."""
+    text = f"{_median(runs, method):.4f}"
+    if len(runs) == 1:
+        return text
     values = [r[method]["best"] for r in runs]
-    text = f"{statistics.median(values):.4f}"
-    return text if len(values) == 1 else f"{text} ({min(values):.4f}-{max(values):.4f})"
+    return f"{text} ({min(values):.4f}-{max(values):.4f})"
 
 
 def _table(results: list[list[dict]]) -> list[str]:
@@ -273,6 +275,7 @@ def main(argv):
     os.makedirs(_OUT.value, exist_ok=True)
     commit = report.commit()  # the code the searches run, whatever is committed while they do
     seeds = [int(s) for s in _SEEDS.value]
+    seed_text = ", ".join(map(str, seeds))
     results = []
     for spec in _MODELS.value:
         runs = []
@@ -301,7 +304,7 @@ def main(argv):
     body = [
         f"Simulated `{_CLUSTER.value}` cluster, costs from Grappler's analytical model, commit {commit}. "
         f"Each RL search had {_MINUTES.value:g} minutes of wall time on this machine (shared with other work), "
-        f"seeds {', '.join(map(str, seeds))}; the table shows the median best step time (s) per method "
+        f"seeds {seed_text}; the table shows the median best step time (s) per method "
         "(with the seeds' range when there are several) and, per seed, how much slower (+) or faster (-) "
         "rl_fixed ended than annealing. "
         + "; ".join(f"{m}: {METHOD_TEXT[m]}" for m in methods)
@@ -320,7 +323,7 @@ def main(argv):
     ]
     title = "RL from scratch against same-budget search"
     if _SECTION.value != "rl":
-        title += f": {', '.join(r[0]['graph'] for r in results)}, {_MINUTES.value:g} minutes, seeds {', '.join(map(str, seeds))}"
+        title += f": {', '.join(r[0]['graph'] for r in results)}, {_MINUTES.value:g} minutes, seeds {seed_text}"
     report.update_section(_SECTION.value, title, "\n".join(body), "bench/rl.py")
 
 
