@@ -17,19 +17,22 @@ bench/out/<section>_<graph>.png; every target of the benchmark prints met / NOT 
 
 Usage: python -m bench.rl [--minutes=30] [--seeds=0,1,2] [--models=configs/rnnlm.py,...]
   [--methods=rl_fixed,rl_memory --section=rl_nmt_30min]  (a subset, to a section of its own)
+  python -m bench.rl --combine=OUT1,OUT2,... --section=NAME  (merge runs made side by side, each
+  with its own --out, into one table; they must share cluster, minutes, methods and grouping)
 """
 
 from __future__ import annotations
 
 import json
 import os
-import statistics
+import sys
 import tempfile
 import time
 
 from absl import app, flags
 
-RL_METHODS = ("rl_paper", "rl_fixed", "rl_memory", "rl_warm")
+from bench.rl_report import RL_METHODS, SEARCHES, SETTINGS, merge, present, seeds_text, table, targets
+
 DEFAULT_METHODS = ("rl_paper", "rl_fixed", "rl_warm")  # rl_memory only when --methods names it
 
 _MINUTES = flags.DEFINE_float("minutes", 30.0, "Wall-time budget of each RL search.")
@@ -54,10 +57,15 @@ _COLOCATE_GRADIENTS = flags.DEFINE_bool(
 _SECTION = flags.DEFINE_string(
     "section", "rl", 'BENCHMARKS.md section to write ("rl" is the three-graph table the README quotes).'
 )
+_COMBINE = flags.DEFINE_list(
+    "combine",
+    [],
+    "Run nothing: merge the results.json of these --out folders (earlier runs of this script, e.g. one "
+    "per graph and seed run side by side) into one section. Their cluster, minutes, methods and grouping must agree.",
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLOTS = os.path.join(ROOT, "bench", "out")
-SEARCHES = ("random_search", "local_search")
 METHOD_TEXT = {
     "rl_paper": "the paper's REINFORCE from scratch",
     "rl_fixed": "from scratch with PPO-style clipped epochs, normalised advantages, a decaying entropy bonus, "
@@ -148,7 +156,14 @@ def run_model(
     for name in SEARCHES:
         runs[name] = _search(name, graph, cluster, groups, budget, seed)
         print(f"  {name}: {runs[name]['best']:.4f} s after {budget} placements", flush=True)
-    return {"graph": graph.name, "ops": graph.num_ops, "groups": groups.num_groups, "baselines": baselines, **runs}
+    return {
+        "graph": graph.name,
+        "seed": seed,
+        "ops": graph.num_ops,
+        "groups": groups.num_groups,
+        "baselines": baselines,
+        **runs,
+    }
 
 
 def _plot(graph: str, runs: list[dict], section: str = "rl") -> str:
@@ -161,7 +176,7 @@ def _plot(graph: str, runs: list[dict], section: str = "rl") -> str:
     os.makedirs(PLOTS, exist_ok=True)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     r = runs[0]
-    for method in _present(r):
+    for method in present(r):
         c = r[method]["curve"]
         if not c:
             continue
@@ -184,102 +199,16 @@ def _plot(graph: str, runs: list[dict], section: str = "rl") -> str:
     return path
 
 
-def _present(run: dict) -> list[str]:
-    """The methods a run measured, in table order."""
-    return [m for m in RL_METHODS + SEARCHES if m in run]
-
-
-def _median(runs: list[dict], method: str) -> float:
-    return statistics.median(r[method]["best"] for r in runs)
-
-
-def _within(curve, final: float, tol: float = 0.05) -> float | None:
-    return next((w for _, w, b in curve if b <= final * (1 + tol)), None)
-
-
-def _cell(runs: list[dict], method: str) -> str:
-    """The median best step time (s) of a method, with the seeds' range when there are several."""
-    text = f"{_median(runs, method):.4f}"
-    if len(runs) == 1:
-        return text
-    values = [r[method]["best"] for r in runs]
-    return f"{text} ({min(values):.4f}-{max(values):.4f})"
-
-
-def _table(results: list[list[dict]]) -> list[str]:
-    """Markdown rows: per graph, each method's median best (seeds' range), placements, and RL against annealing."""
-    methods = _present(results[0][0])
-    head = "| graph | ops | groups | expert (s) | best baseline (s) | " + " | ".join(methods)
-    tail = " | placements per search (median) | rl_fixed vs local_search, per seed |"
-    lines = [head + tail, "|" + "---|" * (7 + len(methods))]
-    for runs in results:
-        r = runs[0]
-        b = r["baselines"]
-        best = min(b, key=b.get)
-        cells = " | ".join(_cell(runs, m) for m in methods)
-        versus = ", ".join(f"{x['rl_fixed']['best'] / x['local_search']['best'] - 1:+.1%}" for x in runs)
-        placements = statistics.median(x["rl_fixed"]["samples"] for x in runs)
-        lines.append(
-            f"| {r['graph']} | {r['ops']} | {r['groups']} | {b.get('expert', float('nan')):.4f} | "
-            f"{best} {b[best]:.4f} | {cells} | {placements:.0f} | {versus} |"
-        )
-    return lines
-
-
-def _targets(results: list[list[dict]]) -> list[tuple[str, bool]]:
-    """Each target of the benchmark and whether the medians meet it."""
-    by = {runs[0]["graph"]: runs for runs in results}
-    best_base = {g: min(runs[0]["baselines"].values()) for g, runs in by.items()}
-    expert = {g: runs[0]["baselines"].get("expert", float("inf")) for g, runs in by.items()}
-    fixed = {g: _median(runs, "rl_fixed") for g, runs in by.items()}
-    has_warm = "rl_warm" in results[0][0]
-    warm = {g: _median(runs, "rl_warm") for g, runs in by.items()} if has_warm else {}
-    anneal = {g: _median(runs, "local_search") for g, runs in by.items()}
-    n = len(by)
-    out = [
-        ("from scratch at or under the expert on every graph", all(fixed[g] <= expert[g] for g in by)),
-        (
-            f"from scratch at or under the best baseline on at least {min(2, n)} of {n}",
-            sum(fixed[g] <= best_base[g] for g in by) >= min(2, n),
-        ),
-        (
-            f"from scratch better than same-budget annealing on at least {min(2, n)} of {n}",
-            sum(fixed[g] < anneal[g] for g in by) >= min(2, n),
-        ),
-    ]
-    if has_warm:
-        out.append(
-            ("warm start at or under the best baseline on every graph", all(warm[g] <= best_base[g] for g in by))
-        )
-    if "nmt" in by:
-        within = statistics.median(
-            w if (w := _within(r["rl_fixed"]["curve"], r["rl_fixed"]["best"])) is not None else float("inf")
-            for r in by["nmt"]
-        )
-        out += [
-            ("NMT from scratch at least 15% under the expert", fixed["nmt"] <= 0.85 * expert["nmt"]),
-            (f"NMT from scratch within 5% of its final best in under 10 minutes ({within:.0f} s)", within < 600),
-        ]
-        if has_warm:
-            out.append(("NMT warm start at least 20% under the expert", warm["nmt"] <= 0.80 * expert["nmt"]))
-    return out
-
-
-def main(argv):
-    del argv
+def _measure(methods: tuple[str, ...]) -> tuple[list[list[dict]], dict]:
+    """Runs every graph and seed of the flags; saves and returns (results, settings)."""
     from bench import report
 
-    methods = tuple(_METHODS.value)
-    if "rl_fixed" not in methods or not set(methods) <= set(RL_METHODS):
-        raise app.UsageError(f"--methods must include rl_fixed and name only {', '.join(RL_METHODS)}")
     os.makedirs(_OUT.value, exist_ok=True)
     commit = report.commit()  # the code the searches run, whatever is committed while they do
-    seeds = [int(s) for s in _SEEDS.value]
-    seed_text = ", ".join(map(str, seeds))
     results = []
     for spec in _MODELS.value:
         runs = []
-        for seed in seeds:
+        for seed in (int(s) for s in _SEEDS.value):
             print(f"== {spec}, seed {seed}", flush=True)
             runs.append(
                 run_model(
@@ -294,25 +223,66 @@ def main(argv):
                 )
             )
         results.append(runs)
+    meta = {
+        "cluster": _CLUSTER.value,
+        "minutes": _MINUTES.value,
+        "methods": list(methods),
+        "colocate_gradients": _COLOCATE_GRADIENTS.value,
+    }
     with open(os.path.join(_OUT.value, "results.json"), "w") as f:
-        json.dump(results, f, indent=1, default=str)
-    full = _MINUTES.value >= 30 and len(seeds) >= 3
+        json.dump({"commit": commit, **meta, "results": results}, f, indent=1, default=str)
+    return results, {**meta, "commits": [commit]}
+
+
+def _load(folders: list[str]) -> tuple[list[list[dict]], dict]:
+    """The merged results.json of earlier runs' --out folders; a bad one exits 2 with one line naming it."""
+    need = ("commit", "results", *SETTINGS)
+    records = {}
+    try:
+        for folder in folders:
+            path = os.path.join(folder, "results.json")
+            try:
+                with open(path) as f:
+                    records[folder] = json.load(f)
+            except (OSError, ValueError) as e:
+                raise ValueError(f"{path}: {e}") from None
+            if not isinstance(records[folder], dict) or any(k not in records[folder] for k in need):
+                raise ValueError(f"{path}: not written by this script's --out (needs {', '.join(need)})")
+        return merge(records)
+    except ValueError as e:
+        print(f"bench/rl.py: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+def main(argv):
+    del argv
+    from bench import report
+
+    methods = tuple(_METHODS.value)
+    if "rl_fixed" not in methods or not set(methods) <= set(RL_METHODS):
+        raise app.UsageError(f"--methods must include rl_fixed and name only {', '.join(RL_METHODS)}")
+    results, meta = _load(_COMBINE.value) if _COMBINE.value else _measure(methods)
+    methods, minutes = tuple(meta["methods"]), meta["minutes"]
+    seed_text = seeds_text(results)
+    full = minutes >= 30 and all(len(runs) >= 3 for runs in results)
     scale = "" if full else " (not measured at full scale: 30 minutes per search, 3 seeds)"
-    verdicts = [f"- {name}: **{'met' if ok else 'NOT met'}**{scale}" for name, ok in _targets(results)]
+    verdicts = [f"- {name}: **{'met' if ok else 'NOT met'}**{scale}" for name, ok in targets(results)]
     print("\n".join(verdicts))
     plots = [os.path.relpath(_plot(runs[0]["graph"], runs, _SECTION.value), ROOT) for runs in results]
+    commits = meta["commits"]
     body = [
-        f"Simulated `{_CLUSTER.value}` cluster, costs from Grappler's analytical model, commit {commit}. "
-        f"Each RL search had {_MINUTES.value:g} minutes of wall time on this machine (shared with other work), "
+        f"Simulated `{meta['cluster']}` cluster, costs from Grappler's analytical model, "
+        f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}. "
+        f"Each RL search had {minutes:g} minutes of wall time on this machine (shared with other work), "
         f"seeds {seed_text}; the table shows the median best step time (s) per method "
         "(with the seeds' range when there are several) and, per seed, how much slower (+) or faster (-) "
         "rl_fixed ended than annealing. "
         + "; ".join(f"{m}: {METHOD_TEXT[m]}" for m in methods)
         + "; random_search and local_search (simulated annealing from single_gpu) measured as many placements "
         "as rl_fixed, on the same groups."
-        + (" Grouping step 2 on (`grouping.colocate_gradients=True`) for all." if _COLOCATE_GRADIENTS.value else ""),
+        + (" Grouping step 2 on (`grouping.colocate_gradients=True`) for all." if meta["colocate_gradients"] else ""),
         "",
-        *_table(results),
+        *table(results),
         "",
         "Targets:",
         "",
@@ -323,7 +293,7 @@ def main(argv):
     ]
     title = "RL from scratch against same-budget search"
     if _SECTION.value != "rl":
-        title += f": {', '.join(r[0]['graph'] for r in results)}, {_MINUTES.value:g} minutes, seeds {seed_text}"
+        title += f": {', '.join(r[0]['graph'] for r in results)}, {minutes:g} minutes, seeds {seed_text}"
     report.update_section(_SECTION.value, title, "\n".join(body), "bench/rl.py")
 
 
