@@ -10,7 +10,9 @@ one, ratio to the lower bound, place time, peak memory per device), and why
 a speedup column is n/a. With --out it writes table.md, table.csv,
 step_times.png, timeline_<method>.png (the simulated schedule of --timeline,
 default the fastest placement) and placement_<method>.json for each baseline
-that placed the graph. Bad input (an unknown method, a placement file made for
+that placed the graph. The same-budget searches (random_search, local_search)
+measure as many placements as the RL search behind --placements did
+(--search_budget overrides). Bad input (an unknown method, a placement file made for
 another graph, a GPU baseline on a cluster without GPU) is one line
 "error: ..." on stderr and exit status 2.
 """
@@ -40,6 +42,12 @@ _OUT = flags.DEFINE_string("out", None, "Folder for table.md, table.csv, step_ti
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out folder.")
 _TIMELINE = flags.DEFINE_string("timeline", None, "Row whose simulated schedule is drawn (default: the fastest).")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every baseline.")
+_SEARCH_BUDGET = flags.DEFINE_integer(
+    "search_budget",
+    0,
+    "Placements random_search and local_search may each measure; 0 = as many as the RL search behind "
+    "a --placements file measured (its metadata 'samples'), else 256.",
+)
 _REFERENCE = flags.DEFINE_string(
     "reference",
     None,
@@ -52,6 +60,7 @@ OUTPUTS = ("table.md", "table.csv", "step_times.png", "timeline_*.png", "placeme
 
 def main(argv: list[str]) -> None:
     del argv
+    from baselines import registry as baselines_registry  # noqa: PLC0415
     from graphs import pipeline  # noqa: PLC0415
     from placer.compare import compare_lib  # noqa: PLC0415
     from placer.measure import registry  # noqa: PLC0415
@@ -70,17 +79,29 @@ def main(argv: list[str]) -> None:
     cluster = cli.load_cluster(spec)
     paths, methods = compare_lib.with_reference(_PLACEMENTS.value, methods, _REFERENCE.value)
     given = compare_lib.load_placements(paths)
+    budget = compare_lib.search_budget(_SEARCH_BUDGET.value, given)
     loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
     labels, reference = compare_lib.given_rows(paths, given, graph, cluster, methods, _REFERENCE.value)
     measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model)
     rows = compare_lib.compare(
-        graph, cluster, measurer, methods, given, seed=_SEED.value, strict=strict, labels=labels, reference=reference
+        graph,
+        cluster,
+        measurer,
+        methods,
+        given,
+        seed=_SEED.value,
+        strict=strict,
+        labels=labels,
+        reference=reference,
+        search_budget=budget,
     )
     print(
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
         f"measure: {_MEASURE.value}"
     )
+    if any(m in baselines_registry.MEASURED for m in methods):
+        print(f"same-budget searches: {budget} measured placements each")
     print(compare_lib.terminal_text(rows, cluster.device_names, reference), end="")
     if _OUT.value:
         with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value, owned=OUTPUTS) as folder:

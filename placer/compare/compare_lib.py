@@ -90,12 +90,44 @@ def label(placement: Placement, index: int, taken: set[str]) -> str:
     return name
 
 
+DEFAULT_SEARCH_BUDGET = 256  # placements per same-budget search when nothing says how many RL measured
+
+
+def search_budget(flag: int, given: Sequence[Placement]) -> int:
+    """Placements each same-budget search (registry.MEASURED) may measure.
+
+    Args:
+      flag: --search_budget; a positive value is used as it is, 0 means "as many as the search
+        that made a given placement measured".
+      given: the placements compared; placer-train records the placements its search measured
+        in a best placement's metadata `samples`.
+
+    Returns:
+      `flag` when positive, else the largest `samples` among `given`, else DEFAULT_SEARCH_BUDGET.
+
+    Raises:
+      InputError: a negative flag.
+    """
+    if flag < 0:
+        raise InputError(f"--search_budget: must be 0 (as many as the given RL run measured) or more, got {flag}")
+    if flag > 0:
+        return flag
+    measured = [int(p.metadata["samples"]) for p in given if int(p.metadata.get("samples") or 0) > 0]
+    return max(measured, default=DEFAULT_SEARCH_BUDGET)
+
+
 def _place_baselines(
-    graph: OpGraph, cluster: Cluster, methods: Sequence[str], seed: int, strict: bool, measurer: Measurer
+    graph: OpGraph,
+    cluster: Cluster,
+    methods: Sequence[str],
+    seed: int,
+    strict: bool,
+    measurer: Measurer,
+    budget: int = DEFAULT_SEARCH_BUDGET,
 ) -> list[tuple[str, Placement | None, float | None, str]]:
     """(name, placement or None, place seconds, message) per baseline; see `compare`.
 
-    The searches in registry.MEASURED measure their candidates with `measurer`.
+    The searches in registry.MEASURED measure `budget` candidates each with `measurer`.
     """
     for m in methods:
         registry.get(m)  # unknown names fail before any work
@@ -103,7 +135,7 @@ def _place_baselines(
     for m in methods:
         t0 = time.perf_counter()
         try:
-            extra = {"measurer": measurer} if m in registry.MEASURED else {}
+            extra = {"measurer": measurer, "budget": budget} if m in registry.MEASURED else {}
             p = registry.place(m, graph, cluster, seed=seed, **extra)
         except InputError as e:
             if strict:
@@ -125,6 +157,7 @@ def compare(
     strict: bool = True,
     labels: Sequence[str] | None = None,
     reference: str = EXPERT,
+    search_budget: int = DEFAULT_SEARCH_BUDGET,
 ) -> list[Row]:
     """Places `graph` with each baseline, measures them and the given placements.
 
@@ -142,6 +175,8 @@ def compare(
       labels: row names for `extra_placements` (default: `label`).
       reference: the row whose step time the `speedup_vs_reference` column
         divides (a method or a given placement's row name).
+      search_budget: placements each same-budget search (random_search,
+        local_search) measures; see `search_budget` for the CLI's choice.
 
     Returns:
       One Row per method, then one per extra placement. Speedups are relative
@@ -153,7 +188,7 @@ def compare(
         baseline that cannot run here (when strict), or a given placement of
         another graph.
     """
-    entries = _place_baselines(graph, cluster, methods, seed, strict, measurer)
+    entries = _place_baselines(graph, cluster, methods, seed, strict, measurer, search_budget)
     taken = {e[0] for e in entries}
     for i, p in enumerate(extra_placements):
         name = labels[i] if labels is not None else label(p, i, taken)

@@ -168,8 +168,14 @@ class Trainer:
         t = float(self.best_time.numpy())
         if not np.isfinite(t):
             return None
+        samples = int(self.history[-1]["samples"]) if self.history else 0  # across restarts
         return self.problem.placement(
-            self.best_devices.numpy(), method="rl", step_time=t, step=int(self.step.numpy()), **self.metadata
+            self.best_devices.numpy(),
+            method="rl",
+            step_time=t,
+            step=int(self.step.numpy()),
+            samples=samples,
+            **self.metadata,
         )
 
     def greedy_placement(self) -> Placement:

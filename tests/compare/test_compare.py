@@ -300,3 +300,31 @@ def test_cli_out_is_replaced_as_one_set_only_with_overwrite(tmp_path):
         "timeline_scotch.png",
     ]
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_search_budget_is_the_rl_runs_unless_given():
+    graph = graph_io.from_json(GRAPH)
+    given = [rl_placement(graph), rl_placement(graph, samples=48), rl_placement(graph, samples=96)]
+    assert compare_lib.search_budget(0, given) == 96  # the largest search behind a given placement
+    assert compare_lib.search_budget(7, given) == 7
+    assert compare_lib.search_budget(0, given[:1]) == compare_lib.DEFAULT_SEARCH_BUDGET
+    with pytest.raises(compare_lib.InputError, match="--search_budget"):
+        compare_lib.search_budget(-1, given)
+
+
+def test_cli_searches_measure_as_many_placements_as_the_rl_run(tmp_path):
+    graph = graph_io.from_json(GRAPH)
+    rl_placement(graph, samples=40).save(str(tmp_path / "best_placement.json"))
+    out = run(
+        tmp_path,
+        f"--cluster={write_cluster(tmp_path, 10**9)}",
+        "--methods=random_search,local_search",
+        f"--placements={tmp_path / 'best_placement.json'}",
+        f"--out={tmp_path / 'o'}",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "same-budget searches: 40 measured placements each" in out.stdout
+    for name in ("random_search", "local_search"):
+        assert Placement.load(str(tmp_path / "o" / f"placement_{name}.json")).metadata["budget"] == 40
+    out = run(tmp_path, f"--cluster={write_cluster(tmp_path, 10**9)}", "--methods=local_search", "--search_budget=-3")
+    expect_error(out, "--search_budget")

@@ -141,6 +141,8 @@ def test_resume_continues_from_saved_step_and_best_placement(tmp_path):
         trainer.train(100, progress=False, on_step=stop_at_15)
     saved = Placement.load(str(tmp_path / "best_placement.json"))
     assert saved.metadata["step"] == 10
+    # The placements its search measured, which placer-compare gives the same-budget searches.
+    assert saved.metadata["samples"] == 10 * c.train.samples_per_step
 
     again = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path), seed=1)
     assert again.restore() == 10
@@ -149,6 +151,8 @@ def test_resume_continues_from_saved_step_and_best_placement(tmp_path):
     again.train(20, progress=False)
     assert int(again.step.numpy()) == 20
     assert len(json.load(open(tmp_path / "history.json"))) == 20
+    # Counted across the restart: 20 steps in all, not the 10 of this process.
+    assert again.best_placement().metadata["samples"] == 20 * c.train.samples_per_step
 
 
 def test_self_imitation_memory_holds_the_best_placements_measured_and_survives_a_restart(tmp_path):
