@@ -23,7 +23,7 @@ from placer.core.placement import Placement
 from placer.rl import policy as policy_lib
 from placer.rl import rl_math
 from placer.rl.problem import Problem
-from placer.rl.run_files import curve_csv, read_history
+from placer.rl.run_files import Summaries, curve_csv, read_history
 
 MASKED = -1e9  # logit bias of a device a group cannot run on
 
@@ -96,7 +96,7 @@ class Trainer:
             **(memory if self.memory_size > 0 else {}),
         )
         self.manager = tf.train.CheckpointManager(self.checkpoint, os.path.join(workdir, "checkpoints"), max_to_keep=2)
-        self.writer = None
+        self.summaries = Summaries(workdir, problem.device_names)
         self.history: list[dict] = []
         self.samples = 0  # placements measured in this process (curve.csv counts across restarts from history)
         self.t0 = time.time()
@@ -357,35 +357,12 @@ class Trainer:
         }
         self.t0 = time.time()
         self.history.append({k: v for k, v in stats.items() if k != "failures"})
-        self._summarise(stats)
+        self.summaries.write(stats)
         return stats
 
     def _lr(self, step: int) -> float:
         lr = self.optimizer.learning_rate
         return float(lr(step)) if callable(lr) else float(lr.numpy() if hasattr(lr, "numpy") else lr)
-
-    def _summarise(self, stats: dict) -> None:
-        if self.writer is None:
-            self.writer = tf.summary.create_file_writer(os.path.join(self.workdir, "tensorboard"))
-        with self.writer.as_default(step=stats["step"]):
-            for key in (
-                "samples",
-                "wall_seconds",
-                "mean_step_time",
-                "min_step_time",
-                "best_step_time",
-                "baseline",
-                "entropy",
-                "entropy_weight",
-                "temperature",
-                "failed_fraction",
-                "learning_rate",
-            ):
-                if np.isfinite(stats[key]):
-                    tf.summary.scalar(key, stats[key])
-            share = np.asarray(stats["device_share"], np.float64)
-            for d, name in enumerate(self.problem.device_names):
-                tf.summary.scalar(f"device_share/{name}", share[d] / max(1.0, share.sum()))
 
     def train(self, steps: int, *, progress: bool = True, on_step=None, max_seconds: float = 0.0) -> dict:
         """Runs until `steps` steps in total have been taken (counting resumed ones).
@@ -413,8 +390,7 @@ class Trainer:
             if stats["step"] % every == 0 or stats["step"] == steps:
                 self.save()
         bar.close()
-        if self.writer is not None:
-            self.writer.flush()
+        self.summaries.flush()
         return stats
 
 

@@ -1,10 +1,15 @@
-"""The files a placer-train run keeps beside its checkpoint: the per-step history and the learning curve."""
+"""The files a placer-train run keeps beside its checkpoint: the per-step history, the learning curve
+and the TensorBoard scalars."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
+
+import numpy as np
+import tensorflow as tf
 
 from placer.core.errors import InputError, one_line
 
@@ -35,3 +40,49 @@ def read_history(path: str) -> list[dict]:
     if not isinstance(history, list) or not all(isinstance(h, dict) for h in history):
         raise InputError(f"{path}: cannot resume, history is not a JSON list of objects")
     return history
+
+
+# The per-step statistics drawn in TensorBoard, beside the share of groups per device.
+SCALARS = (
+    "samples",
+    "wall_seconds",
+    "mean_step_time",
+    "min_step_time",
+    "best_step_time",
+    "baseline",
+    "entropy",
+    "entropy_weight",
+    "temperature",
+    "failed_fraction",
+    "learning_rate",
+)
+
+
+class Summaries:
+    """TensorBoard scalars of a run, in WORKDIR/tensorboard (the writer opens at the first step).
+
+    Args:
+      workdir: the run's folder.
+      device_names: the devices, for the `device_share/<device>` scalars.
+    """
+
+    def __init__(self, workdir: str, device_names):
+        self.path = os.path.join(workdir, "tensorboard")
+        self.device_names = list(device_names)
+        self.writer = None
+
+    def write(self, stats: dict) -> None:
+        """Writes one step's finite SCALARS and the share of its samples' groups per device."""
+        if self.writer is None:
+            self.writer = tf.summary.create_file_writer(self.path)
+        with self.writer.as_default(step=stats["step"]):
+            for key in SCALARS:
+                if np.isfinite(stats[key]):
+                    tf.summary.scalar(key, stats[key])
+            share = np.asarray(stats["device_share"], np.float64)
+            for d, name in enumerate(self.device_names):
+                tf.summary.scalar(f"device_share/{name}", share[d] / max(1.0, share.sum()))
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            self.writer.flush()
