@@ -203,6 +203,8 @@ def _measure(methods: tuple[str, ...]) -> tuple[list[list[dict]], dict]:
     """Runs every graph and seed of the flags; saves and returns (results, settings)."""
     from bench import report
 
+    if "rl_fixed" not in methods or not set(methods) <= set(RL_METHODS):
+        raise app.UsageError(f"--methods must include rl_fixed and name only {', '.join(RL_METHODS)}")
     os.makedirs(_OUT.value, exist_ok=True)
     commit = report.commit()  # the code the searches run, whatever is committed while they do
     results = []
@@ -234,34 +236,35 @@ def _measure(methods: tuple[str, ...]) -> tuple[list[list[dict]], dict]:
     return results, {**meta, "commits": [commit]}
 
 
+def _refuse(message: str):
+    print(f"bench/rl.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def _load(folders: list[str]) -> tuple[list[list[dict]], dict]:
     """The merged results.json of earlier runs' --out folders; a bad one exits 2 with one line naming it."""
     need = ("commit", "results", *SETTINGS)
     records = {}
+    for folder in folders:
+        path = os.path.join(folder, "results.json")
+        try:
+            with open(path) as f:
+                records[folder] = json.load(f)
+        except (OSError, ValueError) as e:
+            _refuse(f"{path}: {e}")
+        if not isinstance(records[folder], dict) or any(k not in records[folder] for k in need):
+            _refuse(f"{path}: not written by this script's --out (needs {', '.join(need)})")
     try:
-        for folder in folders:
-            path = os.path.join(folder, "results.json")
-            try:
-                with open(path) as f:
-                    records[folder] = json.load(f)
-            except (OSError, ValueError) as e:
-                raise ValueError(f"{path}: {e}") from None
-            if not isinstance(records[folder], dict) or any(k not in records[folder] for k in need):
-                raise ValueError(f"{path}: not written by this script's --out (needs {', '.join(need)})")
         return merge(records)
     except ValueError as e:
-        print(f"bench/rl.py: {e}", file=sys.stderr)
-        sys.exit(2)
+        _refuse(str(e))
 
 
 def main(argv):
     del argv
     from bench import report
 
-    methods = tuple(_METHODS.value)
-    if "rl_fixed" not in methods or not set(methods) <= set(RL_METHODS):
-        raise app.UsageError(f"--methods must include rl_fixed and name only {', '.join(RL_METHODS)}")
-    results, meta = _load(_COMBINE.value) if _COMBINE.value else _measure(methods)
+    results, meta = _load(_COMBINE.value) if _COMBINE.value else _measure(tuple(_METHODS.value))
     methods, minutes = tuple(meta["methods"]), meta["minutes"]
     seed_text = seeds_text(results)
     full = minutes >= 30 and all(len(runs) >= 3 for runs in results)

@@ -131,7 +131,7 @@ def merge(records: dict[str, dict]) -> tuple[list[list[dict]], dict]:
 
 
 def seeds_text(results: list[list[dict]]) -> str:
-    """ "0, 1, 2" when every graph ran the same seeds, else the seeds per graph."""
+    """The seeds run: "0, 1, 2" when every graph ran the same ones, else the seeds per graph."""
     per = {runs[0]["graph"]: ", ".join(str(r["seed"]) for r in runs) for runs in results}
     if len(set(per.values())) == 1:
         return next(iter(per.values()))

@@ -60,7 +60,6 @@ OUTPUTS = ("table.md", "table.csv", "step_times.png", "timeline_*.png", "placeme
 
 def main(argv: list[str]) -> None:
     del argv
-    from baselines import registry as baselines_registry  # noqa: PLC0415
     from graphs import pipeline  # noqa: PLC0415
     from placer.compare import compare_lib  # noqa: PLC0415
     from placer.measure import registry  # noqa: PLC0415
@@ -100,7 +99,7 @@ def main(argv: list[str]) -> None:
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
         f"measure: {_MEASURE.value}"
     )
-    if any(m in baselines_registry.MEASURED for m in methods):
+    if any(m in compare_lib.SEARCHES for m in methods):
         print(f"same-budget searches: {budget} measured placements each")
     print(compare_lib.terminal_text(rows, cluster.device_names, reference), end="")
     if _OUT.value:

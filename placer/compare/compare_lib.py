@@ -91,6 +91,7 @@ def label(placement: Placement, index: int, taken: set[str]) -> str:
 
 
 DEFAULT_SEARCH_BUDGET = 256  # placements per same-budget search when nothing says how many RL measured
+SEARCHES = registry.MEASURED  # the baselines that search by measuring, within a budget
 
 
 def search_budget(flag: int, given: Sequence[Placement]) -> int:
@@ -112,8 +113,7 @@ def search_budget(flag: int, given: Sequence[Placement]) -> int:
         raise InputError(f"--search_budget: must be 0 (as many as the given RL run measured) or more, got {flag}")
     if flag > 0:
         return flag
-    measured = [int(p.metadata["samples"]) for p in given if int(p.metadata.get("samples") or 0) > 0]
-    return max(measured, default=DEFAULT_SEARCH_BUDGET)
+    return max((int(p.metadata.get("samples") or 0) for p in given), default=0) or DEFAULT_SEARCH_BUDGET
 
 
 def _place_baselines(
