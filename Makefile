@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: demo test bench lint
+.PHONY: demo test test-quick bench lint
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -20,7 +20,10 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=15 tests
+
+test-quick: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m bench.run_all
