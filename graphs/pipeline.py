@@ -76,10 +76,12 @@ def _cache_key(model_config, cluster: Cluster) -> str:
 
 
 def require_costs(graph: OpGraph, cluster: Cluster, source: str) -> None:
-    """Checks that a graph read from a file has op costs for at least one of the cluster's device types.
+    """Checks that a graph read from a file has op costs for every device type of the cluster.
+
+    A device type without costs would otherwise be left idle without a word.
 
     Raises:
-      InputError: naming `source` and what is missing.
+      InputError: naming `source` and the device types the costs lack.
     """
     need = list(dict.fromkeys(d.type for d in cluster.devices))
     if not graph.device_types or graph.compute_cost.size == 0:
@@ -87,10 +89,12 @@ def require_costs(graph: OpGraph, cluster: Cluster, source: str) -> None:
             f"{source}: graph {graph.name!r} has no op costs (field 'device_types' is empty); "
             f"write it with placer-extract --costs=grappler --cluster={cluster.name}"
         )
-    if not set(need) & set(graph.device_types):
+    missing = [t for t in need if t not in graph.device_types]
+    if missing:
         raise InputError(
-            f"{source}: graph {graph.name!r} has op costs for {', '.join(graph.device_types)}, none for the device "
-            f"types of cluster {cluster.name!r} ({', '.join(need)}); write it with placer-extract --cluster={cluster.name}"
+            f"{source}: graph {graph.name!r} has op costs for {', '.join(graph.device_types)}, none for these "
+            f"device types of cluster {cluster.name!r} ({', '.join(missing)}); write it with placer-extract "
+            f"--cluster={cluster.name}"
         )
 
 

@@ -57,7 +57,8 @@ def main(argv: list[str]) -> None:
     if _STEPS.value < 1:
         raise InputError(f"--steps: need at least 1, got {_STEPS.value}")
     if _REPORT.value:
-        atomic.check_output_file(_REPORT.value, "report", overwrite=_OVERWRITE.value)
+        inputs = {"placement": _PLACEMENT.value, "config": cli.config_file(_CONFIG)}
+        atomic.check_output_file(_REPORT.value, "report", overwrite=_OVERWRITE.value, inputs=inputs)
     num_cpus = _LOGICAL_CPUS.value or 1
     if num_cpus < 1:
         raise InputError(f"--logical_cpus: need at least 1, got {num_cpus}")

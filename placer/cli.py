@@ -19,7 +19,19 @@ import sys
 import warnings
 from collections.abc import Callable
 
+from absl import flags
+
+from placer.core import checks, locks, printable
 from placer.core.errors import InputError, one_line
+
+# Shared by every binary: the cap on one JSON input's text after gzip (placer/core/checks.py).
+_MAX_INPUT_MIB = flags.DEFINE_integer(
+    "max_input_mib",
+    checks.DEFAULT_MAX_INPUT_MIB,
+    "Largest JSON text one input file (graph, cluster, placement) may hold after gzip, in MiB; a file over it "
+    "is refused before it is read whole.",
+    lower_bound=1,
+)
 
 
 def verbosity_asked(argv: list[str]) -> bool:
@@ -103,12 +115,11 @@ def own_flags_in_help(main: Callable) -> None:
     absl's --help lists the flags of the module named by sys.argv[0]; an
     installed console script (placer-train) is not that module.
     """
-    from absl import flags  # noqa: PLC0415
-
     module = sys.modules.get(main.__module__)
     if module is None or main.__module__ == "__main__":
         return
-    for flag in flags.FLAGS.flags_by_module_dict().get(main.__module__, []):
+    by_module = flags.FLAGS.flags_by_module_dict()
+    for flag in [*by_module.get(main.__module__, []), *by_module.get(__name__, [])]:
         flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
     entry = sys.modules.get("__main__")
     if entry is not None and module.__doc__:
@@ -120,8 +131,20 @@ def run_main(main: Callable[[list[str]], None]) -> None:
 
     Bad flag values (an enum value not offered, a number under its bound, a
     config file that is missing or fails to load) are one line and exit
-    status 2 as well, before any work starts.
+    status 2 as well, before any work starts. Everything printed has its
+    control characters escaped (placer/core/printable.py), and workdir locks
+    are released on the way out.
     """
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = printable.EscapingStream(sys.stdout), printable.EscapingStream(sys.stderr)
+    try:
+        _run_main(main)
+    finally:
+        sys.stdout, sys.stderr = saved
+        locks.release_all()
+
+
+def _run_main(main: Callable[[list[str]], None]) -> None:
     from absl import app  # noqa: PLC0415
     from absl import logging as absl_logging  # noqa: PLC0415
 
@@ -136,6 +159,7 @@ def run_main(main: Callable[[list[str]], None]) -> None:
             # logs at INFO through absl, so keep warnings and up unless --verbosity asks.
             absl_logging.set_verbosity(absl_logging.WARNING)
         try:
+            checks.set_max_input_bytes(_MAX_INPUT_MIB.value << 20)
             main(argv)
         except InputError as e:
             print(f"error: {e}", file=sys.stderr)
@@ -159,7 +183,6 @@ def parse_flags(argv: list[str]) -> list[str]:
     Config-file flags (ml_collections) defer a failed load until first use;
     they are loaded here, so a missing file or a bad variant is reported now.
     """
-    from absl import flags  # noqa: PLC0415
     from ml_collections.config_flags import config_flags  # noqa: PLC0415
 
     try:
@@ -207,6 +230,14 @@ def loaded_config(config, flag_name: str = "config"):
     except OSError as e:
         raise InputError(f"--{flag_name}: {' '.join(str(e).split())}") from None
     return config
+
+
+def config_file(holder) -> str | None:
+    """The file a config flag (a FlagHolder) names, without its ":variant", or None when not given."""
+    flag = flags.FLAGS[holder.name]
+    if not flag.present:
+        return None
+    return str(flag.serialize()).partition("=")[2].partition(":")[0] or None
 
 
 def config_error(flag_name: str, exc: BaseException) -> InputError:

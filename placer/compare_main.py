@@ -67,8 +67,10 @@ def main(argv: list[str]) -> None:
     methods, strict = compare_lib.parse_methods(_METHODS.value, bool(_PLACEMENTS.value or _REFERENCE.value))
     if _TIMELINE.value and not _OUT.value:
         raise InputError("--timeline needs --out")
+    inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "placements": _PLACEMENTS.value}
+    inputs.update(reference=_REFERENCE.value, config=cli.config_file(_CONFIG))
     if _OUT.value:
-        atomic.check_output_dir(_OUT.value, "out", overwrite=_OVERWRITE.value, owned=OUTPUTS)
+        atomic.check_output_dir(_OUT.value, "out", overwrite=_OVERWRITE.value, owned=OUTPUTS, inputs=inputs)
     if _MEASURE.value not in registry.KINDS:
         raise InputError(f"--measure: unknown kind {_MEASURE.value!r} (valid: {', '.join(registry.KINDS)})")
     config = _CONFIG.value
@@ -103,7 +105,7 @@ def main(argv: list[str]) -> None:
         print(f"same-budget searches: {budget} measured placements each")
     print(compare_lib.terminal_text(rows, cluster.device_names, reference), end="")
     if _OUT.value:
-        with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value, owned=OUTPUTS) as folder:
+        with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value, owned=OUTPUTS, inputs=inputs) as folder:
             written = compare_lib.write_outputs(folder, rows, graph, cluster, measurer, _TIMELINE.value, reference)
         print(f"wrote {', '.join(os.path.join(_OUT.value, os.path.basename(w)) for w in written)}")
 

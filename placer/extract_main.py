@@ -61,7 +61,9 @@ _TOP = flags.DEFINE_integer("top_types", 10, "How many of the most common op typ
 def main(argv: list[str]) -> None:
     del argv
     if _OUT.value:
-        atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value)
+        inputs = {"graph": _GRAPH.value, "metagraph": _METAGRAPH.value, "cluster": _CLUSTER.value}
+        inputs["config"] = cli.config_file(_CONFIG)
+        atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value, inputs=inputs)
     from graphs import extract_lib  # noqa: PLC0415
 
     if _DEVICES.value <= 0:

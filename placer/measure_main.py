@@ -41,7 +41,9 @@ def main(argv: list[str]) -> None:
     if (_CONFIG.value is None) == (_GRAPH.value is None):
         raise InputError("give exactly one of --config and --graph")
     if _TRACE.value:
-        atomic.check_output_file(_TRACE.value, "trace", overwrite=_OVERWRITE.value)
+        inputs = {"graph": _GRAPH.value, "placement": _PLACEMENT.value, "cluster": _CLUSTER.value}
+        inputs["config"] = cli.config_file(_CONFIG)
+        atomic.check_output_file(_TRACE.value, "trace", overwrite=_OVERWRITE.value, inputs=inputs)
     cluster = cli.load_cluster(_CLUSTER.value)
     loaded = pipeline.load_graph(
         cluster, config=_CONFIG.value, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim"

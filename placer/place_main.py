@@ -34,7 +34,9 @@ def main(argv):
     from placer.core import atomic  # noqa: PLC0415
     from placer.core.errors import InputError  # noqa: PLC0415
 
-    atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value)
+    inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "policy": _POLICY.value}
+    inputs["config"] = cli.config_file(_CONFIG)
+    atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value, inputs=inputs)
     from placer.rl import place_lib, transfer_lib  # noqa: PLC0415 (imports TensorFlow)
 
     if _SAMPLES.value < 0:

@@ -28,12 +28,14 @@ _MAX_MINUTES = flags.DEFINE_float(
 )
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar.")
 
+WRITES = ("policy.json", "checkpoints", "tensorboard")  # what --workdir receives
+
 
 def main(argv):
     del argv
-    from placer.core import atomic  # noqa: PLC0415
+    from placer.core import locks  # noqa: PLC0415
 
-    atomic.check_output_dir(_WORKDIR.value, "workdir", reuse=True)
+    locks.claim_workdir(_WORKDIR.value, inputs={"config": cli.config_file(_CONFIG)}, owned=WRITES)
     from placer.rl import pretrain_lib  # noqa: PLC0415 (imports TensorFlow)
 
     pretrain_lib.run(

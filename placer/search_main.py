@@ -66,6 +66,8 @@ _RESUME = flags.DEFINE_bool(
     "resume", False, "Continue a killed run in --workdir (same jobs and flags) from its searches' last checkpoints."
 )
 
+WRITES = ("run_state.json", *ALLOCATORS)  # what --workdir receives: the run's clock and a folder per allocator
+
 
 def _policies() -> list[str]:
     return {"both": ["slaq", "fair"], "all": list(ALLOCATORS)}.get(_POLICY.value, [_POLICY.value])
@@ -73,9 +75,11 @@ def _policies() -> list[str]:
 
 def main(argv):
     del argv
-    from placer.core import atomic  # noqa: PLC0415
+    from placer.core import locks  # noqa: PLC0415
 
-    atomic.check_output_dir(_WORKDIR.value, "workdir", reuse=True)
+    locks.claim_workdir(
+        _WORKDIR.value, inputs={"jobs": (_JOBS.value or "").partition(":")[0], "trace": _TRACE.value}, owned=WRITES
+    )
     if (_JOBS.value is None) == (_TRACE.value is None):
         raise InputError("give exactly one of --jobs (run searches) and --trace (replay a trace CSV)")
     sharing = {"normalise": _NORMALISE.value, "objective": _OBJECTIVE.value}

@@ -10,7 +10,7 @@ from ml_collections import config_flags
 
 from configs import common
 from placer import cli
-from placer.core import atomic
+from placer.core import locks
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -32,10 +32,13 @@ _MAX_MINUTES = flags.DEFINE_float(
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
 _INIT_FROM = flags.DEFINE_string("init_from", None, "Policy folder from placer-pretrain to fine-tune (graph policy).")
 
+WRITES = ("run.json", "history.json", "curve.csv", "summary.json", "best_placement.json", "checkpoints", "tensorboard")
+
 
 def main(argv):
     del argv
-    atomic.check_output_dir(_WORKDIR.value, "workdir", reuse=True)
+    inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "init_from": _INIT_FROM.value}
+    locks.claim_workdir(_WORKDIR.value, inputs=inputs, owned=WRITES)
     from placer.rl import train_lib  # noqa: PLC0415 (imports TensorFlow)
 
     if _MAX_MINUTES.value < 0:

@@ -12,12 +12,20 @@ half a minute with `jsonschema`.
 
 from __future__ import annotations
 
-import gzip
+import functools
 import json
 import math
+import os
 import zlib
+from typing import IO
 
 from placer.core.errors import InputError
+
+MAX_JSON_DEPTH = 500  # nesting levels; the formats need 5. Python's parser stops near 1000 (its recursion limit).
+DEFAULT_MAX_INPUT_MIB = 1024  # one input file's JSON text, decompressed (MiB); a 200k-op graph is well under 100.
+_READ_CHUNK = 1 << 20  # bytes of the file read at a time
+
+_cap = {"bytes": DEFAULT_MAX_INPUT_MIB << 20}  # the binaries' --max_input_mib sets it (placer/cli.py)
 
 MAX_BYTES = 2**44  # 16 TiB: one op's or edge's bytes; 10^5 ops of it still sum inside int64.
 MAX_MEMORY = 2**60  # bytes of one device.
@@ -26,8 +34,71 @@ MAX_RATE = 1e18  # speeds, flop/s and bytes/s.
 MAX_ITEMS = 10**8  # list lengths and group ids.
 
 
+def set_max_input_bytes(n: int) -> None:
+    """Sets the largest JSON text (bytes, after gzip) `read_json` accepts; the default is 1 GiB."""
+    if n < 1:
+        raise InputError(f"--max_input_mib: must be positive, got {n / 2**20:g}")
+    _cap["bytes"] = int(n)
+
+
+def max_input_bytes() -> int:
+    """The largest JSON text (bytes, after gzip) `read_json` accepts."""
+    return _cap["bytes"]
+
+
+def _read_capped(f: IO[bytes], path: str, what: str, cap: int) -> bytearray:
+    """Reads `f` whole, gunzipping it (by its magic bytes) in chunks; stops as soon as the text passes `cap` bytes.
+
+    Memory stays within about `cap` however far the file would expand.
+    """
+    out = bytearray(f.read(2))
+    if out != b"\x1f\x8b":
+        if os.fstat(f.fileno()).st_size > cap:  # a plain file over the cap is refused before it is read
+            raise _too_big(path, what, cap)
+        out += f.read(cap + 1 - len(out))
+    else:
+        inflate, pending, out = zlib.decompressobj(31), bytes(out), bytearray()
+        while pending or not inflate.eof:
+            chunk = pending or f.read(_READ_CHUNK)
+            pending = b""
+            if not chunk:
+                raise zlib.error("the file ends before the end of the compressed data")
+            out += inflate.decompress(chunk, cap + 1 - len(out))
+            if len(out) > cap:
+                break
+            if inflate.eof and inflate.unused_data:  # another gzip member follows, as gzip.decompress allows
+                pending, inflate = inflate.unused_data, zlib.decompressobj(31)
+    if len(out) > cap:
+        raise _too_big(path, what, cap)
+    return out
+
+
+def _too_big(path: str, what: str, cap: int) -> InputError:
+    return InputError(
+        f"{path}: the {what} file holds over {cap / 2**20:g} MiB of JSON text (after gzip); "
+        "if it is genuine, raise --max_input_mib"
+    )
+
+
+def _unique_keys(path: str, pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object's dict; a key given twice is refused (json.loads would keep the last silently)."""
+    d = dict(pairs)
+    if len(d) < len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise InputError(f"{path}: key {k!r} appears twice in one JSON object")
+            seen.add(k)
+    return d
+
+
 def read_json(path: str, what: str) -> object:
-    """Reads a UTF-8 JSON file, gzip-compressed or not (by its magic bytes).
+    """Reads a UTF-8 JSON file, gzip-compressed or not (by its magic bytes), within limits.
+
+    The JSON text may hold at most `max_input_bytes()` bytes after gzip
+    (1 GiB unless --max_input_mib says otherwise; the file is read in chunks
+    and reading stops at the cap), nest at most MAX_JSON_DEPTH levels, and
+    give each key of an object once.
 
     Args:
       path: the file.
@@ -35,29 +106,36 @@ def read_json(path: str, what: str) -> object:
 
     Raises:
       InputError: one line naming `path`: missing, a folder, unreadable,
-        truncated gzip, not UTF-8, or bad JSON.
+        truncated gzip, over the size cap, not UTF-8, bad JSON, nested too
+        deep, or a key given twice in one object (naming the key).
     """
     try:
         with open(path, "rb") as f:
-            raw = f.read()
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, not a {what} file") from None
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such {what} file") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read {what} file ({e.strerror})") from None
-    try:
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        text = raw.decode("utf-8")
+            raw = _read_capped(f, path, what, _cap["bytes"])
     except (OSError, EOFError, zlib.error) as e:
+        if isinstance(e, OSError) and e.errno is not None:
+            raise _open_error(path, what, e) from None
         raise InputError(f"{path}: corrupt gzip {what} file ({' '.join(str(e).split())})") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not a UTF-8 {what} file (byte {e.start} is not UTF-8)") from None
+    del raw
     try:  # NaN and Infinity parse; the field checks refuse them, naming the field.
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=functools.partial(_unique_keys, path))
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: bad JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested more than {MAX_JSON_DEPTH} levels deep") from None
+
+
+def _open_error(path: str, what: str, e: OSError) -> InputError:
+    """The one-line error for a file that cannot be opened or read."""
+    if isinstance(e, IsADirectoryError):
+        return InputError(f"{path}: is a folder, not a {what} file")
+    if isinstance(e, FileNotFoundError):
+        return InputError(f"{path}: no such {what} file")
+    return InputError(f"{path}: cannot read {what} file ({e.strerror})")
 
 
 def obj(v: object, where: str) -> dict:

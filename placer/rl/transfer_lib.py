@@ -10,13 +10,12 @@ it cannot read.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import numpy as np
 import tensorflow as tf
 
-from placer.core import configs_util, generated
+from placer.core import checks, configs_util, generated
 from placer.core import io as graph_io
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
@@ -106,13 +105,9 @@ def read_description(policy_dir: str) -> dict:
     path = os.path.join(policy_dir, POLICY_FILE)
     if not os.path.isdir(policy_dir):
         raise InputError(f"--policy={policy_dir}: no such folder")
-    try:
-        with open(path) as f:
-            info = json.load(f)
-    except FileNotFoundError:
-        raise InputError(f"{path}: missing; not a policy folder written by placer-pretrain") from None
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: corrupt policy file ({e})") from None
+    if not os.path.exists(path):
+        raise InputError(f"{path}: missing; not a policy folder written by placer-pretrain")
+    info = checks.read_json(path, "policy")  # size, depth and duplicate keys checked as for every input
     if not isinstance(info, dict) or info.get("policy") != graph_policy.NAME:
         kind = info.get("policy") if isinstance(info, dict) else None
         raise InputError(f"{path}: policy kind {kind!r}, this toolkit loads {graph_policy.NAME!r}")
