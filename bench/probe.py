@@ -59,7 +59,7 @@ def main() -> int:
     )
     body = (
         f"Commit {report.commit()}; {len(chosen)} cases of `tests/badinput/cases.py` "
-        f"({', '.join(f'{k} {sum(c.kind == k for c in chosen)}' for k in ('graph', 'cluster', 'placement', 'flag', 'output'))}), "
+        f"({', '.join(f'{k} {sum(c.kind == k for c in chosen)}' for k in ('graph', 'cluster', 'placement', 'flag', 'output', 'limit'))}), "
         f"each run once in a fresh folder, {time.time() - start:.0f} s in all.\n\n"
         f"Target: 100% of the cases exit with status 2, print one line naming the file, field or op, "
         f"and leave nothing behind: {passed}/{len(chosen)} ({share:.0f}%): **{verdict}**.\n\n{table}\n"

@@ -11,7 +11,9 @@ end and writes the table to BENCHMARKS.md.
 
 from __future__ import annotations
 
+import gzip
 import os
+import shutil
 from collections.abc import Callable
 
 from tests.badinput.inputs import (
@@ -169,4 +171,125 @@ def _output_cases() -> list[Case]:
     ]
 
 
-CASES: list[Case] = FILE_CASES + _flag_cases() + _output_cases()
+def _link(target: str, name: str, *, hard: bool = False) -> Callable[[str], None]:
+    def setup(d: str) -> None:
+        (os.link if hard else os.symlink)(os.path.join(d, target), os.path.join(d, name))
+
+    return setup
+
+
+def _fifo(d: str) -> None:
+    os.mkfifo(os.path.join(d, "x"))
+
+
+def _bomb(d: str) -> None:
+    """g.json becomes 8 MiB of spaces gzip-compressed to about 8 KiB (the probe's cap is 1 MiB)."""
+    with open(os.path.join(d, "g.json"), "wb") as f:
+        f.write(gzip.compress(b" " * (8 << 20), mtime=0))
+
+
+def _aliasing_cases() -> list[Case]:
+    over = "--overwrite"
+    cmp = "placer.compare_main --methods=single_gpu --graph={d}/g.json --cluster={d}/c.json"
+    return [
+        _out(
+            "measure-trace-is-graph",
+            "measure --trace names the --graph input, with --overwrite",
+            lambda d: [*measure_argv(d)[:-1], f"--trace={d}/g.json", over],
+            None,
+            "--trace",
+            "--graph",
+        ),
+        _out(
+            "measure-trace-is-placement",
+            "measure --trace names the --placement input, with --overwrite",
+            lambda d: [*measure_argv(d)[:-1], f"--trace={d}/p.json", over],
+            None,
+            "--trace",
+            "--placement",
+        ),
+        _out(
+            "measure-trace-alias",
+            "measure --trace is the --graph input by another path (sub/.././g.json)",
+            lambda d: [*measure_argv(d)[:-1], f"--trace={d}/sub/.././g.json", over],
+            _touch("sub/"),
+            "--trace",
+            "--graph",
+        ),
+        _out(
+            "measure-trace-hard-link",
+            "measure --trace is a hard link to the --graph input",
+            lambda d: [*measure_argv(d)[:-1], f"--trace={d}/h.json", over],
+            _link("g.json", "h.json", hard=True),
+            "--trace",
+            "--graph",
+        ),
+        _out(
+            "measure-trace-symlink",
+            "measure --trace is a symbolic link to the --placement input",
+            lambda d: [*measure_argv(d)[:-1], f"--trace={d}/s.json", over],
+            _link("p.json", "s.json"),
+            "--trace",
+            "--placement",
+        ),
+        _out(
+            "measure-trace-fifo",
+            "measure --trace names a FIFO",
+            lambda d: [*measure_argv(d)[:-1], f"--trace={d}/x", over],
+            _fifo,
+            "--trace",
+            "special file",
+        ),
+        _out(
+            "measure-trace-dev-null",
+            "measure --trace=/dev/null",
+            lambda d: [*measure_argv(d)[:-1], "--trace=/dev/null", over],
+            None,
+            "--trace",
+            "/dev/null",
+        ),
+        _out(
+            "extract-out-is-graph",
+            "extract --out names its --graph input, with --overwrite",
+            lambda d: ["placer.extract_main", f"--graph={d}/g.json", f"--out={d}/g.json", over],
+            None,
+            "--out",
+            "--graph",
+        ),
+        _out(
+            "compare-overwrite-holds-input",
+            "compare --overwrite of the folder holding its --placements input",
+            lambda d: [*cmp.format(d=d).split(), f"--placements={d}/x/placement_a.json", f"--out={d}/x", over],
+            _copy("p.json", "x/placement_a.json"),
+            "--out",
+            "--placements",
+        ),
+        _out(
+            "train-workdir-holds-input",
+            "train --graph is a file train writes in --workdir (history.json)",
+            lambda d: ["placer.train_main", f"--graph={d}/w/history.json", f"--workdir={d}/w"],
+            _copy("g.json", "w/history.json"),
+            "--workdir",
+            "--graph",
+        ),
+        Case(
+            "graph-gzip-bomb",
+            "limit",
+            "a 8 KiB gzip graph expanding to 8 MiB of spaces, --max_input_mib=1",
+            None,
+            ("g.json", "1 MiB", "--max_input_mib"),
+            argv=lambda d: [*measure_argv(d), "--max_input_mib=1"],
+            setup=_bomb,
+        ),
+    ]
+
+
+def _copy(src: str, dst: str) -> Callable[[str], None]:
+    def setup(d: str) -> None:
+        os.makedirs(os.path.dirname(os.path.join(d, dst)), exist_ok=True)
+        shutil.copyfile(os.path.join(d, src), os.path.join(d, dst))
+
+    return setup
+
+
+CASES: list[Case] = FILE_CASES + _flag_cases() + _output_cases() + _aliasing_cases()

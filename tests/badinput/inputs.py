@@ -288,6 +288,40 @@ def _file_cases() -> list[Case]:
             "fingerprint",
         ),
         _p("placement-random-bytes", "512 random bytes", noise(), "UTF-8"),
+        *_limit_cases(),
+    ]
+
+
+def deep(levels: int = 100_000) -> bytes:
+    """A JSON array nested `levels` deep."""
+    return b"[" * levels + b"]" * levels
+
+
+def _limit_cases() -> list[Case]:
+    # A second "ops" key after the real one: a reader keeping the last would measure one op.
+    second_ops = as_json(GRAPH)[:-1] + b', "ops": [{"name": "x", "type": "T"}]}'
+    tpu = cluster_with(
+        "devices", [*CLUSTER["devices"], {"name": "/device:TPU:0", "type": "TPU", "memory_bytes": 2**30}]
+    )
+    return [
+        _g("graph-deep", "a graph nested 100,000 levels deep", deep(), "nested"),
+        _c("cluster-deep", "a cluster nested 100,000 levels deep", deep(), "nested"),
+        _p("placement-deep", "a placement nested 100,000 levels deep", deep(), "nested"),
+        _g("graph-duplicate-key", 'a second "ops" key holding one op', second_ops, "'ops'", "twice"),
+        _c(
+            "cluster-duplicate-key",
+            'a device with "speed" given twice',
+            as_json(CLUSTER).replace(b'"speed": 1.0', b'"speed": 1.0, "speed": 9.0'),
+            "'speed'",
+            "twice",
+        ),
+        Case(
+            "cluster-type-without-costs",
+            "cluster",
+            "a TPU device, a type the graph's costs lack",
+            as_json(tpu),
+            ("g.json", "TPU"),
+        ),
     ]
 
 

@@ -43,8 +43,12 @@ def snapshot(folder: str) -> dict[str, str]:
         for n in dirs:
             out[os.path.relpath(os.path.join(root, n), folder)] = "dir"
         for n in names:
-            with open(os.path.join(root, n), "rb") as f:
-                out[os.path.relpath(os.path.join(root, n), folder)] = hashlib.sha256(f.read()).hexdigest()
+            path = os.path.join(root, n)
+            if not os.path.isfile(path):  # a FIFO or device: opening it could block
+                out[os.path.relpath(path, folder)] = "special"
+                continue
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, folder)] = hashlib.sha256(f.read()).hexdigest()
     return out
 
 

@@ -6,6 +6,7 @@ import os
 import numpy as np
 import pytest
 
+from graphs import pipeline
 from placer.core import cluster as cluster_lib
 from placer.core import io
 from placer.core.errors import InputError
@@ -18,7 +19,7 @@ FILE_CASES = [c for c in cases.CASES if c.kind in ("graph", "cluster", "placemen
 def read_as_the_binaries_do(folder: str, kind: str) -> None:
     graph = io.load(os.path.join(folder, "g.json"))
     if kind == "cluster":
-        cluster_lib.load(os.path.join(folder, "c.json"))
+        pipeline.require_costs(graph, cluster_lib.load(os.path.join(folder, "c.json")), os.path.join(folder, "g.json"))
     if kind == "placement":
         path = os.path.join(folder, "p.json")
         Placement.load(path).for_graph(graph, path)
