@@ -21,7 +21,9 @@ from typing import IO
 
 from placer.core.errors import InputError
 
-MAX_JSON_DEPTH = 500  # nesting levels; the formats need 5. Python's parser stops near 1000 (its recursion limit).
+# Nesting levels: the formats need 5. Python's parser stops near its recursion limit (1000 levels, less
+# the caller's stack), always past this many levels; deeper input is refused in one line, not a traceback.
+MAX_JSON_DEPTH = 500
 DEFAULT_MAX_INPUT_MIB = 1024  # one input file's JSON text, decompressed (MiB); a 200k-op graph is well under 100.
 _READ_CHUNK = 1 << 20  # bytes of the file read at a time
 
@@ -97,8 +99,8 @@ def read_json(path: str, what: str) -> object:
 
     The JSON text may hold at most `max_input_bytes()` bytes after gzip
     (1 GiB unless --max_input_mib says otherwise; the file is read in chunks
-    and reading stops at the cap), nest at most MAX_JSON_DEPTH levels, and
-    give each key of an object once.
+    and reading stops at the cap), nest no deeper than Python's parser goes
+    (always over MAX_JSON_DEPTH levels), and give each key of an object once.
 
     Args:
       path: the file.
@@ -126,7 +128,7 @@ def read_json(path: str, what: str) -> object:
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: bad JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except RecursionError:
-        raise InputError(f"{path}: JSON nested more than {MAX_JSON_DEPTH} levels deep") from None
+        raise InputError(f"{path}: JSON nested too deep (over {MAX_JSON_DEPTH} levels; these formats need 5)") from None
 
 
 def _open_error(path: str, what: str, e: OSError) -> InputError:
