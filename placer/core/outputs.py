@@ -45,7 +45,9 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def refuse_input_file(path: str, flag: str, inputs: Inputs) -> None:
-    """Raises InputError if the output file `path` is one of `inputs`, or lies inside an input folder.
+    """Raises InputError if the output file `path` is one of `inputs`, or would replace a file of an input folder.
+
+    A new file in an input folder (a placement written beside a policy) is fine.
 
     Args:
       path: the output file.
@@ -55,8 +57,8 @@ def refuse_input_file(path: str, flag: str, inputs: Inputs) -> None:
     for name, src in _paths(inputs):
         if same_file(path, src):
             raise InputError(f"--{flag}: {path} is the --{name} input; writing it would destroy the input")
-        if os.path.isdir(src) and _inside(path, src):
-            raise InputError(f"--{flag}: {path} lies inside the --{name} folder {src}; write it elsewhere")
+        if os.path.isdir(src) and os.path.lexists(path) and _inside(path, src):
+            raise InputError(f"--{flag}: {path} is a file of the --{name} folder {src}; write it elsewhere")
 
 
 def refuse_input_inside(folder: str, flag: str, inputs: Inputs, written: Sequence[str] | None = None) -> None:

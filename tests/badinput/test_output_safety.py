@@ -79,7 +79,11 @@ def test_binaries_with_outputs_refuse_their_inputs_before_any_work(files, capsys
     (w / "summary.json").write_bytes((files / "g.json").read_bytes())
     refused = [
         ("extract_main", [f"--graph={files}/g.json", f"--out={files}/g.json", "--overwrite"], "--graph"),
-        ("place_main", [f"--policy={files}", f"--graph={files}/g.json", f"--out={files}/x.json"], "--policy"),
+        (
+            "place_main",
+            [f"--policy={files}", f"--graph={files}/g.json", f"--out={files}/c.json", "--overwrite"],
+            "--policy",
+        ),
         ("train_main", [f"--graph={w}/summary.json", f"--workdir={w}"], "--graph"),
         ("search_main", [f"--trace={w}/run_state.json", f"--workdir={w}"], "--trace"),
     ]
