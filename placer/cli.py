@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from absl import flags
 
-from placer.core import checks, locks, printable
+from placer.core import atomic, checks, locks, printable
 from placer.core.errors import InputError, one_line
 
 # Shared by every binary: the cap on one JSON input's text after gzip (placer/core/checks.py).
@@ -163,6 +163,12 @@ def _run_main(main: Callable[[list[str]], None]) -> None:
             main(argv)
         except InputError as e:
             print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)
+        except OSError as e:  # a full disk or quota met outside the atomic writes (a folder, a log)
+            full = atomic.full_disk_error(e.filename or "an output", e)
+            if full is None:
+                raise
+            print(f"error: {full}", file=sys.stderr)
             sys.exit(2)
 
     try:

@@ -14,7 +14,8 @@ from unittest import mock
 from absl import flags
 
 
-def _forget_binaries() -> None:
+def forget_binaries() -> None:
+    """Removes the flags of every binary imported so far, and the binary modules, so that one can be imported again."""
     by_module = flags.FLAGS.flags_by_module_dict()
     for module, defined in list(by_module.items()):
         if module.startswith("placer.") and module.endswith("_main"):
@@ -27,7 +28,7 @@ def _forget_binaries() -> None:
 
 def run_binary(name: str, *argv: str) -> int:
     """Runs placer.`name` (e.g. "measure_main") with command-line `argv`; returns its exit status."""
-    _forget_binaries()
+    forget_binaries()
     module = importlib.import_module(f"placer.{name}")
     with mock.patch.object(sys, "argv", [name, *argv]):
         try:

@@ -3,12 +3,14 @@
 import errno
 import os
 import stat
+import sys
 
 import pytest
 
+from placer import cli
 from placer.core import atomic
 from placer.core.errors import InputError
-from tests.badinput import cases, runner
+from tests.badinput import cases, inprocess, runner
 from tests.badinput.inprocess import run_binary
 
 
@@ -148,3 +150,30 @@ def test_the_umask_decides_the_permissions_of_outputs(tmp_path, mask, file_mode,
         os.umask(old)
     modes = {p: stat.S_IMODE(os.stat(tmp_path / p).st_mode) for p in ("new", "new/a.txt", "set", "set/b.bin")}
     assert modes == {"new": dir_mode, "new/a.txt": file_mode, "set": dir_mode, "set/b.bin": file_mode}
+
+
+def test_full_disk_in_a_folder_of_outputs_is_one_line(files, capsys, monkeypatch):
+    real = os.makedirs
+
+    def full(path, *args, **kwargs):
+        if "cmp" in str(path):
+            raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "makedirs", full)
+    argv = [f"--graph={files}/g.json", f"--cluster={files}/c.json", "--methods=single_gpu"]
+    assert run_binary("compare_main", *argv, f"--out={files}/cmp/new") == 2
+    line = one_error_line(capsys)
+    assert f"{files}/cmp" in line and os.strerror(errno.EDQUOT) in line, line
+
+
+def test_full_disk_met_anywhere_in_a_binary_is_one_line(tmp_path, capsys, monkeypatch):
+    def main(argv):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "checkpoints" / "ckpt-1"))
+
+    inprocess.forget_binaries()  # no binary's required flags are left defined
+    monkeypatch.setattr(sys, "argv", ["placer-x"])
+    with pytest.raises(SystemExit) as e:
+        cli.run_main(main)
+    line = one_error_line(capsys)
+    assert e.value.code == 2 and f"{tmp_path}/checkpoints/ckpt-1: cannot write (No space left" in line, line
