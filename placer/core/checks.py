@@ -16,6 +16,7 @@ import functools
 import json
 import math
 import os
+import sys
 import zlib
 from typing import IO
 
@@ -125,8 +126,12 @@ def read_json(path: str, what: str) -> object:
     del raw
     try:  # NaN and Infinity parse; the field checks refuse them, naming the field.
         return json.loads(text, object_pairs_hook=functools.partial(_unique_keys, path))
+    except InputError:
+        raise
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: bad JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except ValueError:  # the only other ValueError of json.loads: an integer longer than Python converts
+        raise InputError(f"{path}: bad JSON: a number of more than {sys.get_int_max_str_digits()} digits") from None
     except RecursionError:
         raise InputError(f"{path}: JSON nested too deep (over {MAX_JSON_DEPTH} levels; these formats need 5)") from None
 

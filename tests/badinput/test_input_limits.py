@@ -71,6 +71,12 @@ def test_the_cap_flag_is_read_by_every_binary(tmp_path, capsys):
     assert "step time: 6.0" in capsys.readouterr().out  # 1 + 2 + 3 s, the chain on its GPU
 
 
+def test_a_number_of_a_million_digits_is_one_line(tmp_path):
+    (tmp_path / "c.json").write_bytes(b'{"name": ' + b"7" * 10**6 + b"}")
+    with pytest.raises(InputError, match=r"c\.json: bad JSON: a number of more than 4300 digits"):
+        checks.read_json(str(tmp_path / "c.json"), "cluster spec")
+
+
 @pytest.mark.parametrize("levels", [1000, 100_000])
 def test_deep_nesting_is_one_line(tmp_path, levels):
     (tmp_path / "p.json").write_bytes(inputs.deep(levels))
