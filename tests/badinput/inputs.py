@@ -307,6 +307,12 @@ def _limit_cases() -> list[Case]:
         _g("graph-deep", "a graph nested 100,000 levels deep", deep(), "nested"),
         _c("cluster-deep", "a cluster nested 100,000 levels deep", deep(), "nested"),
         _p("placement-deep", "a placement nested 100,000 levels deep", deep(), "nested"),
+        _g(
+            "graph-long-number",
+            "output_bytes of 100,000 digits",
+            as_json(graph_with("ops.0.output_bytes", 12345)).replace(b"12345", b"7" * 100_000),
+            "digits",
+        ),
         _g("graph-duplicate-key", 'a second "ops" key holding one op', second_ops, "'ops'", "twice"),
         _c(
             "cluster-duplicate-key",
