@@ -87,6 +87,7 @@ def test_binaries_with_outputs_refuse_their_inputs_before_any_work(files, capsys
             "--policy",
         ),
         ("train_main", [f"--graph={w}/summary.json", f"--workdir={w}"], "--graph"),
+        ("train_main", [f"--graph={files}/g.json", f"--init_from={w}", f"--workdir={w}"], "--init_from"),
         ("search_main", [f"--trace={w}/run_state.json", f"--workdir={w}"], "--trace"),
     ]
     (w / "run_state.json").write_text("x\n")
