@@ -18,7 +18,7 @@ import tensorflow as tf
 import tf_keras as keras
 import tqdm
 
-from placer.core import atomic
+from placer.core import atomic, stop
 from placer.core import cluster as cluster_lib
 from placer.core.errors import InputError
 from placer.measure import registry as measure_registry
@@ -151,6 +151,8 @@ class Pretrainer:
         t0 = time.time()
         stats: dict = {}
         while int(self.step.numpy()) < steps and not (max_seconds > 0 and time.time() - t0 > max_seconds):
+            if stop.requested():  # SIGINT or SIGTERM: saved below, the binary says where it stopped
+                break
             stats = self.train_step()
             bar.update(1)
             bar.set_postfix(entropy=f"{stats['entropy']:.3f}")

@@ -17,7 +17,7 @@ import tensorflow as tf
 import tf_keras as keras
 import tqdm
 
-from placer.core import atomic
+from placer.core import atomic, fmt, stop
 from placer.core.errors import InputError
 from placer.core.placement import Placement
 from placer.rl import policy as policy_lib
@@ -382,11 +382,13 @@ class Trainer:
         every = max(1, int(self.tc.checkpoint_every))
         t0 = time.time()
         while int(self.step.numpy()) < steps and not (max_seconds > 0 and time.time() - t0 > max_seconds):
+            if stop.requested():  # SIGINT or SIGTERM: the caller saves and says where it stopped
+                break
             stats = self.train_step()
             if on_step is not None:
                 on_step(stats)
             bar.update(1)
-            bar.set_postfix(best=f"{stats['best_step_time']:.4f}s", mean=f"{stats['mean_step_time']:.4f}s")
+            bar.set_postfix(best=fmt.seconds(stats["best_step_time"]), mean=fmt.seconds(stats["mean_step_time"]))
             if stats["step"] % every == 0 or stats["step"] == steps:
                 self.save()
         bar.close()
