@@ -6,7 +6,6 @@ import signal
 
 import pytest
 
-from placer import train_main
 from placer.core import io as graph_io
 from tests.inprocess import call
 from tests.rl.chains import MB, two_chains, write_gpu_cluster
@@ -64,7 +63,7 @@ def test_signal_saves_the_current_step_and_resume_continues(files, tmp_path, sig
     assert json.loads((work / "summary.json").read_text())["steps"] == step
     assert (work / "best_placement.json").exists()
     # --resume runs the three steps left to step + 3, in process.
-    assert call(train_main, *_args(files, work, step + 3), "--resume") == 0
+    assert call("placer.train_main", *_args(files, work, step + 3), "--resume") == 0
     assert f"resumed at step {step}" in capsys.readouterr().out
     assert json.loads((work / "summary.json").read_text())["steps"] == step + 3
     assert [h["step"] for h in json.loads((work / "history.json").read_text())] == list(range(1, step + 4))
