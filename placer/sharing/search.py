@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Hashable
 
 from graphs import local_cluster, pipeline
-from placer.core import atomic, stop
+from placer.core import atomic, heartbeat, stop
 from placer.core.errors import InputError, one_line
 from placer.sharing import allocators
 from placer.sharing import report as search_report
@@ -202,7 +202,7 @@ def run_policy(
             _save_run(workdir, now, epochs, allocations)
             if on_epoch is not None:
                 on_epoch(now, {s.name: len(s.slots) for s in active})
-            if now - last_print >= 10 * epoch_s:
+            if now - last_print >= min(10 * epoch_s, heartbeat.EVERY_S):
                 last_print = now
                 log(
                     f"[{policy} {now:6.1f} s] "
