@@ -93,7 +93,7 @@ def prepare(work: Workload, *, measure: str = "sim", log: Callable = print) -> l
             continue
         log(
             f"{spec.name}: {loaded.graph.name}, {loaded.graph.num_ops} ops, {groups.num_groups} groups, "
-            f"{cluster.num_devices} devices ({cluster.name}), arrives at {spec.arrival_s:g} s, {spec.steps} steps"
+            f"{cluster.num_devices} devices ({cluster.name}), arrives at {spec.arrival_s:g} s, {spec.steps} steps from scratch (no warm start)"
         )
         out.append(Prepared(spec, loaded.graph, cluster, problem, model=model, measure=measure))
     return out
