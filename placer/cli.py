@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from absl import flags
 
-from placer.core import atomic, checks, locks, printable
+from placer.core import atomic, checks, locks, printable, stop
 from placer.core.errors import InputError, one_line
 
 # Shared by every binary: the cap on one JSON input's text after gzip (placer/core/checks.py).
@@ -32,6 +32,8 @@ _MAX_INPUT_MIB = flags.DEFINE_integer(
     "is refused before it is read whole.",
     lower_bound=1,
 )
+
+HELP_FLAGS = ("-h", "--help", "--helpshort", "--helpfull", "--helpxml", "-?")
 
 
 def verbosity_asked(argv: list[str]) -> bool:
@@ -170,6 +172,12 @@ def _run_main(main: Callable[[list[str]], None]) -> None:
                 raise
             print(f"error: {full}", file=sys.stderr)
             sys.exit(2)
+        except stop.Stopped as e:
+            print(stop.stopped_line(e.step), file=sys.stderr)
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:  # Ctrl-C outside a loop that stops at the end of its step
+            print("interrupted", file=sys.stderr)
+            sys.exit(130)
 
     try:
         app.run(wrapped, flags_parser=parse_flags)
@@ -191,10 +199,18 @@ def parse_flags(argv: list[str]) -> list[str]:
     """
     from ml_collections.config_flags import config_flags  # noqa: PLC0415
 
+    argv = resolve_config_args(argv)
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    if "-h" in words:
+        argv = ["--help" if a == "-h" else a for a in words] + argv[len(words) :]
     try:
         rest = flags.FLAGS(argv)
     except flags.Error as e:
         _fail(_flag_error(str(e)))
+    except SystemExit as e:  # absl exits 1 after printing the help a user asked for
+        if e.code == 1 and any(a.split("=")[0] in HELP_FLAGS for a in words):
+            sys.exit(0)
+        raise
     for name in list(flags.FLAGS):
         flag = flags.FLAGS[name]
         if flag.name != name or not flag.present or not isinstance(flag.parser, config_flags.ConfigFileFlagParser):
@@ -207,6 +223,41 @@ def parse_flags(argv: list[str]) -> list[str]:
                 _fail(f"--{name}: {path}: no such config file")
             _fail(f"--{name}: {one_line(e)}")
     return rest
+
+
+def resolve_config_args(argv: list[str]) -> list[str]:
+    """`argv` with every config-file flag's path resolved (placer.core.configs_util.resolve).
+
+    Config files given as `configs/...` name the installed ones when the
+    current folder has no such file, so the README's commands run from any
+    folder.
+    """
+    from absl import flags  # noqa: PLC0415
+    from ml_collections.config_flags import config_flags  # noqa: PLC0415
+
+    from placer.core import configs_util  # noqa: PLC0415
+
+    names = {
+        f"--{name}"
+        for name in list(flags.FLAGS)
+        if isinstance(flags.FLAGS[name].parser, config_flags.ConfigFileFlagParser)
+    }
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == "--":
+            break
+        key, eq, value = arg.partition("=")
+        if key in names and eq:
+            out[i] = f"{key}={configs_util.resolve_spec(value)}"
+        elif arg in names and i + 1 < len(out):
+            out[i + 1] = configs_util.resolve_spec(out[i + 1])
+    return out
+
+
+def exit_if_stopped(request: stop.StopRequest, step: int) -> None:
+    """After a run that a signal stopped (and that saved its state): the one line and exit 130/143."""
+    if request.signum is not None:
+        raise stop.Stopped(step, request.exit_code)
 
 
 def _flag_error(text: str) -> str:

@@ -20,6 +20,7 @@ another graph, a GPU baseline on a cluster without GPU) is one line
 from __future__ import annotations
 
 import os
+import sys
 
 from absl import flags
 from ml_collections import config_flags
@@ -85,6 +86,7 @@ def main(argv: list[str]) -> None:
     graph = loaded.graph
     labels, reference = compare_lib.given_rows(paths, given, graph, cluster, methods, _REFERENCE.value)
     measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model)
+    print(f"placing and measuring {len(methods) + len(given)} placements of {graph.name}", file=sys.stderr, flush=True)
     rows = compare_lib.compare(
         graph,
         cluster,
@@ -96,6 +98,7 @@ def main(argv: list[str]) -> None:
         labels=labels,
         reference=reference,
         search_budget=budget,
+        log=lambda line: print(line, file=sys.stderr, flush=True),
     )
     print(
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "

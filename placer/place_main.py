@@ -16,13 +16,21 @@ from ml_collections import config_flags
 
 from placer import cli
 
+DEFAULT_SAMPLES = 64  # sampled placements without --samples or --max_seconds
+
 _POLICY = flags.DEFINE_string("policy", None, "Policy folder written by placer-pretrain.", required=True)
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:layers=8.")
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file, or gen:FAMILY:OPS:SEED, instead of --config.")
 _CLUSTER = flags.DEFINE_string("cluster", None, "Cluster preset or JSON file (default: the config's, else k80x4).")
-_SAMPLES = flags.DEFINE_integer("samples", 64, "Sampled placements measured besides the greedy one.")
+_SAMPLES = flags.DEFINE_integer(
+    "samples",
+    None,
+    "Sampled placements measured besides the greedy one (default: 64, or as many as --max_seconds allows).",
+)
 _MAX_SECONDS = flags.DEFINE_float(
-    "max_seconds", None, "Wall-time budget (s): no new chunk of samples starts past it (default: no budget)."
+    "max_seconds",
+    None,
+    "Wall-time budget (s): no new chunk of samples starts past it; alone, samples until it is spent (default: no budget).",
 )
 _SEED = flags.DEFINE_integer("seed", 0, "Sampling seed.")
 _OUT = flags.DEFINE_string("out", None, "Placement JSON file to write.", required=True)
@@ -31,7 +39,7 @@ _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out fi
 
 def main(argv):
     del argv
-    from placer.core import atomic  # noqa: PLC0415
+    from placer.core import atomic, fmt  # noqa: PLC0415
     from placer.core.errors import InputError  # noqa: PLC0415
 
     inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "policy": _POLICY.value}
@@ -39,7 +47,8 @@ def main(argv):
     atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value, inputs=inputs)
     from placer.rl import place_lib, transfer_lib  # noqa: PLC0415 (imports TensorFlow)
 
-    if _SAMPLES.value < 0:
+    samples = _SAMPLES.value if _SAMPLES.value is not None else (None if _MAX_SECONDS.value else DEFAULT_SAMPLES)
+    if samples is not None and samples < 0:
         raise InputError(f"--samples must be at least 0, got {_SAMPLES.value}")
     if _MAX_SECONDS.value is not None and _MAX_SECONDS.value < 0:
         raise InputError(f"--max_seconds must be at least 0, got {_MAX_SECONDS.value}")
@@ -61,7 +70,7 @@ def main(argv):
         graph,
         cluster,
         config.placer,
-        samples=_SAMPLES.value,
+        samples=samples,
         seed=_SEED.value,
         source=source,
         max_seconds=_MAX_SECONDS.value,
@@ -70,7 +79,7 @@ def main(argv):
     baselines = place_lib.baseline_times(graph, cluster, result["measurer"], seed=_SEED.value)
     print(place_lib.table(result, baselines))
     print(
-        f"{graph.name} on {cluster.name}: {result['step_time']:.6f} s, best of the greedy placement and "
+        f"{graph.name} on {cluster.name}: {fmt.seconds(result['step_time'])}, best of the greedy placement and "
         f"{result['samples']} samples, in {result['seconds']:.2f} s of wall time; wrote {_OUT.value}"
     )
 

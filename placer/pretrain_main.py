@@ -12,9 +12,10 @@ from absl import flags
 from ml_collections import config_flags
 
 from placer import cli
+from placer.core import configs_util
 
 _CONFIG = config_flags.DEFINE_config_file(
-    "config", "configs/pretrain.py", "Pretraining config, e.g. configs/pretrain.py:small."
+    "config", configs_util.resolve("configs/pretrain.py"), "Pretraining config, e.g. configs/pretrain.py:small."
 )
 _WORKDIR = flags.DEFINE_string("workdir", None, "Policy folder.", required=True)
 _STEPS = flags.DEFINE_integer("steps", 1000, "Total policy-gradient steps (counting resumed ones).")
@@ -33,20 +34,22 @@ WRITES = ("policy.json", "checkpoints", "tensorboard")  # what --workdir receive
 
 def main(argv):
     del argv
-    from placer.core import locks  # noqa: PLC0415
+    from placer.core import locks, stop  # noqa: PLC0415
 
     locks.claim_workdir(_WORKDIR.value, inputs={"config": cli.config_file(_CONFIG)}, owned=WRITES)
     from placer.rl import pretrain_lib  # noqa: PLC0415 (imports TensorFlow)
 
-    pretrain_lib.run(
-        _CONFIG.value,
-        workdir=_WORKDIR.value,
-        steps=_STEPS.value,
-        seed=_SEED.value,
-        resume=_RESUME.value,
-        progress=_PROGRESS.value,
-        max_seconds=60.0 * _MAX_MINUTES.value,
-    )
+    with stop.on_signals() as request:  # SIGINT/SIGTERM: pretraining ends after its step and saves
+        summary = pretrain_lib.run(
+            _CONFIG.value,
+            workdir=_WORKDIR.value,
+            steps=_STEPS.value,
+            seed=_SEED.value,
+            resume=_RESUME.value,
+            progress=_PROGRESS.value,
+            max_seconds=60.0 * _MAX_MINUTES.value,
+        )
+    cli.exit_if_stopped(request, summary["steps"])
 
 
 def run():

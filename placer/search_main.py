@@ -63,7 +63,10 @@ _MEASURE = flags.DEFINE_enum(
 )
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
 _RESUME = flags.DEFINE_bool(
-    "resume", False, "Continue a killed run in --workdir (same jobs and flags) from its searches' last checkpoints."
+    "resume",
+    False,
+    "Continue a stopped or killed run in --workdir (same jobs and flags) from its searches' last checkpoints; "
+    "with --trace, the allocators already replayed are read back and the others replayed from their start.",
 )
 
 WRITES = ("run_state.json", *ALLOCATORS)  # what --workdir receives: the run's clock and a folder per allocator
@@ -83,17 +86,21 @@ def main(argv):
     if (_JOBS.value is None) == (_TRACE.value is None):
         raise InputError("give exactly one of --jobs (run searches) and --trace (replay a trace CSV)")
     sharing = {"normalise": _NORMALISE.value, "objective": _OBJECTIVE.value}
+    from placer.core import stop  # noqa: PLC0415
+
     if _TRACE.value is not None:
         from placer.sharing import replay  # noqa: PLC0415 (no TensorFlow on this path)
 
-        replay.replay(
-            _TRACE.value,
-            slots=_SLOTS.value,
-            epoch_s=_EPOCH.value,
-            policies=_policies(),
-            workdir=_WORKDIR.value,
-            **sharing,
-        )
+        with stop.on_signals():  # SIGINT/SIGTERM: the replay ends after the current allocator
+            replay.replay(
+                _TRACE.value,
+                slots=_SLOTS.value,
+                epoch_s=_EPOCH.value,
+                policies=_policies(),
+                workdir=_WORKDIR.value,
+                resume=_RESUME.value,
+                **sharing,
+            )
         return
     from placer.sharing import jobs as search_jobs  # noqa: PLC0415
     from placer.sharing.engines import MeasurerFactory  # noqa: PLC0415
@@ -128,18 +135,19 @@ def main(argv):
 
     from placer.sharing import search  # noqa: PLC0415 (imports TensorFlow)
 
-    search.run_search(
-        work,
-        slots=_SLOTS.value,
-        epoch_s=_EPOCH.value,
-        policy=_policies(),
-        workdir=_WORKDIR.value,
-        engine_factory=engine_factory,
-        loss=_LOSS.value,
-        resume=_RESUME.value,
-        measure=measure,
-        **sharing,
-    )
+    with stop.on_signals():  # SIGINT/SIGTERM: every search ends after its iteration and saves
+        search.run_search(
+            work,
+            slots=_SLOTS.value,
+            epoch_s=_EPOCH.value,
+            policy=_policies(),
+            workdir=_WORKDIR.value,
+            engine_factory=engine_factory,
+            loss=_LOSS.value,
+            resume=_RESUME.value,
+            measure=measure,
+            **sharing,
+        )
 
 
 def run():

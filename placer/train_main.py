@@ -10,7 +10,7 @@ from ml_collections import config_flags
 
 from configs import common
 from placer import cli
-from placer.core import locks
+from placer.core import locks, stop
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -48,17 +48,19 @@ def main(argv):
         config.cluster = _CLUSTER.value
     if _MEASURE.value:
         config.measure = _MEASURE.value
-    train_lib.run(
-        config,
-        workdir=_WORKDIR.value,
-        steps=_STEPS.value,
-        seed=_SEED.value,
-        resume=_RESUME.value,
-        graph_path=_GRAPH.value,
-        progress=_PROGRESS.value,
-        max_seconds=60.0 * _MAX_MINUTES.value,
-        init_from=_INIT_FROM.value,
-    )
+    with stop.on_signals() as request:  # SIGINT/SIGTERM: the search ends after its step and saves
+        summary = train_lib.run(
+            config,
+            workdir=_WORKDIR.value,
+            steps=_STEPS.value,
+            seed=_SEED.value,
+            resume=_RESUME.value,
+            graph_path=_GRAPH.value,
+            progress=_PROGRESS.value,
+            max_seconds=60.0 * _MAX_MINUTES.value,
+            init_from=_INIT_FROM.value,
+        )
+    cli.exit_if_stopped(request, summary.get("steps", 0))
 
 
 def run():

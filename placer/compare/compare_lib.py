@@ -13,7 +13,7 @@ import dataclasses
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from baselines import registry
 from placer.compare import tables
@@ -124,15 +124,19 @@ def _place_baselines(
     strict: bool,
     measurer: Measurer,
     budget: int = DEFAULT_SEARCH_BUDGET,
+    log: Callable[[str], None] | None = None,
 ) -> list[tuple[str, Placement | None, float | None, str]]:
     """(name, placement or None, place seconds, message) per baseline; see `compare`.
 
-    The searches in registry.MEASURED measure `budget` candidates each with `measurer`.
+    The searches in registry.MEASURED measure `budget` candidates each with
+    `measurer`; `log` hears when each starts (they take seconds to minutes).
     """
     for m in methods:
         registry.get(m)  # unknown names fail before any work
     out = []
     for m in methods:
+        if log is not None and m in registry.MEASURED:
+            log(f"{m}: searching, {budget} measured placements (same budget as the RL search)")
         t0 = time.perf_counter()
         try:
             extra = {"measurer": measurer, "budget": budget} if m in registry.MEASURED else {}
@@ -158,6 +162,7 @@ def compare(
     labels: Sequence[str] | None = None,
     reference: str = EXPERT,
     search_budget: int = DEFAULT_SEARCH_BUDGET,
+    log: Callable[[str], None] | None = None,
 ) -> list[Row]:
     """Places `graph` with each baseline, measures them and the given placements.
 
@@ -177,6 +182,7 @@ def compare(
         divides (a method or a given placement's row name).
       search_budget: placements each same-budget search (random_search,
         local_search) measures; see `search_budget` for the CLI's choice.
+      log: where a line goes as each same-budget search starts (None: silent).
 
     Returns:
       One Row per method, then one per extra placement. Speedups are relative
@@ -188,7 +194,7 @@ def compare(
         baseline that cannot run here (when strict), or a given placement of
         another graph.
     """
-    entries = _place_baselines(graph, cluster, methods, seed, strict, measurer, search_budget)
+    entries = _place_baselines(graph, cluster, methods, seed, strict, measurer, search_budget, log)
     taken = {e[0] for e in entries}
     for i, p in enumerate(extra_placements):
         name = labels[i] if labels is not None else label(p, i, taken)

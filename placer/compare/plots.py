@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from placer.compare import compare_lib
-from placer.core import atomic  # noqa: E402
+from placer.core import atomic, fmt  # noqa: E402
 from placer.core.cluster import Cluster  # noqa: E402
 from placer.core.errors import InputError  # noqa: E402
 from placer.core.op_graph import OpGraph  # noqa: E402
@@ -33,7 +33,9 @@ def plot_step_times(rows: Sequence, path: str, title: str = "") -> None:
     """Bar chart of the step time of each compared placement.
 
     Failed placements get a hatched grey bar as tall as the slowest one that
-    ran, labelled with the failure ("OOM", "unsupported", "n/a").
+    ran, labelled with the failure ("OOM", "unsupported", "n/a"). When the
+    step times differ by more than `LOG_SCALE_RATIO`, the axis is
+    logarithmic, so that the small bars stay visible.
 
     Args:
       rows: placer.compare.compare_lib.Row items, drawn in order.
@@ -42,6 +44,7 @@ def plot_step_times(rows: Sequence, path: str, title: str = "") -> None:
     """
     ok_times = [r.step_time for r in rows if r.ok]
     top = max(ok_times) if ok_times else 1.0
+    log = log_scale(ok_times)
     fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(rows) + 1.5), 3.6))
     x = np.arange(len(rows))
     best = compare_lib.best(rows)
@@ -49,15 +52,34 @@ def plot_step_times(rows: Sequence, path: str, title: str = "") -> None:
         if r.ok:
             color = "tab:green" if r is best else "tab:blue"
             ax.bar(i, r.step_time, color=color)
-            ax.text(i, r.step_time, f"{r.step_time:.3g}", ha="center", va="bottom", fontsize=7)
+            ax.text(i, r.step_time, fmt.seconds(r.step_time), ha="center", va="bottom", fontsize=7)
         else:
             ax.bar(i, top, color="0.85", hatch="//", edgecolor="0.5")
-            ax.text(i, top / 2, compare_lib.status(r), ha="center", va="center", rotation=90, fontsize=8)
+            middle = np.sqrt(min(ok_times) * top) if log else top / 2
+            ax.text(i, middle, compare_lib.status(r), ha="center", va="center", rotation=90, fontsize=8)
     ax.set_xticks(x, [r.method for r in rows], rotation=45, ha="right")
-    ax.set_ylabel("step time (s)")
     ax.set_title(title or "step time per placement (lower is better)")
-    ax.set_ylim(0, top * 1.15)
+    if log:
+        ax.set_yscale("log")
+        ax.set_ylabel("step time (s, log scale)")
+        ax.set_ylim(min(ok_times) / 2, top * 2)
+    else:
+        ax.set_ylabel("step time (s)")
+        ax.set_ylim(0, top * 1.15)
     _save(fig, path)
+
+
+LOG_SCALE_RATIO = 10.0  # bars of step times further apart than this go on a log axis
+
+
+def log_scale(step_times: Sequence[float]) -> bool:
+    """Whether a bar chart of these step times (s) needs a log axis: the largest over LOG_SCALE_RATIO x the smallest.
+
+    >>> log_scale([1.0, 9.0]), log_scale([0.001, 1.0]), log_scale([])
+    (False, True, False)
+    """
+    positive = [t for t in step_times if t > 0]
+    return bool(positive) and max(positive) > LOG_SCALE_RATIO * min(positive)
 
 
 MAX_DRAWN_BARS = 5000  # ops plus transfers drawn one bar each; above this, busy time per bin.

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import tabulate
 
-from placer.core import atomic
+from placer.core import atomic, fmt
 
 EXPERT = "expert"
 SINGLE_GPU = "single_gpu"
@@ -31,10 +31,21 @@ CSV_COLUMNS = (
 
 
 def status(row) -> str:
-    """The step time in seconds (4 significant digits), or the failure as the paper writes it ("OOM")."""
+    """The step time with its unit (3 significant figures), or the failure as the paper writes it ("OOM")."""
     if row.ok:
-        return f"{row.step_time:.4g}"
+        return fmt.seconds(row.step_time)
     return "OOM" if row.failure == "oom" else str(row.failure)
+
+
+def against(speedup: float | None) -> str:
+    """A speedup over a reference (reference time / this time) as the step time's change in words.
+
+    >>> against(1.25), against(0.8), against(None)
+    ('20.0% faster', '25.0% slower', '')
+    """
+    if speedup is None or not math.isfinite(speedup) or speedup <= 0:
+        return ""
+    return fmt.change(1.0 / speedup, 1.0)
 
 
 def notes(rows: Sequence, reference: str = EXPERT) -> list[str]:
@@ -99,10 +110,10 @@ def _cells(r, unit: float, sep: str) -> list[str]:
     return [
         r.method,
         status(r),
-        _num(r.speedup_vs_reference, ".3g"),
-        _num(r.speedup_vs_single_gpu, ".3g"),
+        against(r.speedup_vs_reference),
+        against(r.speedup_vs_single_gpu),
         _num(r.ratio_to_lower_bound, ".3g"),
-        _num(r.place_seconds, ".3f"),
+        "" if r.place_seconds is None else fmt.seconds(r.place_seconds),
         _mem(r, unit, sep),
     ]
 
@@ -112,11 +123,11 @@ def markdown_text(rows: Sequence, device_names: Sequence[str], title: str = "", 
     unit, uname = memory_unit(rows)
     head = [
         "method",
-        "step time (s)",
-        f"vs {reference}",
-        "vs single GPU",
-        "/ lower bound",
-        "place time (s)",
+        "step time",
+        f"step time vs {reference}",
+        "step time vs single GPU",
+        "step time / lower bound (x, lower is better)",
+        "place time",
         f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names),
     ]
     table = tabulate.tabulate([_cells(r, unit, " / ") for r in rows], head, tablefmt="github", disable_numparse=True)
@@ -128,9 +139,21 @@ def markdown_text(rows: Sequence, device_names: Sequence[str], title: str = "", 
 def terminal_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPERT) -> str:
     """The comparison as an aligned plain-text table for the terminal, then why any column is n/a."""
     unit, uname = memory_unit(rows)
-    head = ["method", "step (s)", f"vs {reference}", "vs 1 GPU", "/ bound", "place (s)", f"peak {uname} per device"]
+    head = [
+        "method",
+        "step time",
+        f"vs {reference}",
+        "vs single GPU",
+        "x lower bound",
+        "place time",
+        f"peak {uname} per device",
+    ]
     table = tabulate.tabulate([_cells(r, unit, " ") for r in rows], head, tablefmt="simple", disable_numparse=True)
     out = [table, "devices: " + ", ".join(device_names)]
+    out.append(
+        f"vs {reference}, vs single GPU: each step time against theirs (faster is better); "
+        "x lower bound: step time / the lower bound (1 is the best possible)"
+    )
     out += [f"{r.method}: {' '.join(r.message.split())}" for r in rows if r.failure == NOT_APPLICABLE]
     out += notes(rows, reference)
     return "\n".join(out) + "\n"

@@ -13,6 +13,7 @@ import numpy as np
 import tabulate
 
 from baselines import registry as baseline_registry
+from placer.core import fmt
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
@@ -28,7 +29,7 @@ def place(
     cluster: Cluster,
     placer_config,
     *,
-    samples: int,
+    samples: int | None,
     seed: int,
     source: str,
     max_seconds: float | None = None,
@@ -38,7 +39,8 @@ def place(
     The samples are drawn and measured in chunks of `CHUNK`; with `max_seconds`, no new chunk starts
     once the wall time since the call, plus the last chunk's, would pass it (the greedy placement
     is always measured). Chunk i is drawn with seed (seed, 1 + i), so a run that is not cut short
-    gives the same result on any machine.
+    gives the same result on any machine. `samples` None with `max_seconds` samples until the
+    time is spent.
 
     Returns:
       dict with the best Placement ("placement"), its step time ("step_time", s),
@@ -55,12 +57,15 @@ def place(
     leader = task.problem.leader
     actions = [graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, 1, (seed, 0), greedy=True)]
     results = measurer.measure(task.placements(actions[0]))
+    if samples is None and max_seconds is None:
+        raise InputError("give a number of samples or a time budget (max_seconds)")
+    limit = np.inf if samples is None else samples
     drawn, chunk_seconds = 0, 0.0
-    while drawn < samples:
+    while drawn < limit:
         if max_seconds is not None and time.time() - t0 + chunk_seconds > max_seconds:
             break
         t_chunk = time.time()
-        n = min(CHUNK, samples - drawn)
+        n = int(min(CHUNK, limit - drawn))
         actions.append(graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, n, (seed, len(actions))))
         results += measurer.measure(task.placements(actions[-1]))
         drawn += n
@@ -100,14 +105,13 @@ def baseline_times(graph: OpGraph, cluster: Cluster, measurer, seed: int = 0) ->
 
 
 def table(result: dict, baselines: dict[str, float]) -> str:
-    """The policy's placement beside the baselines: step time and the policy's speedup over each."""
+    """The policy's placement beside the baselines: step time and each one's against the policy's, in words."""
     mine = result["step_time"]
-    rows = [["pretrained (best of greedy + samples)", f"{mine * 1e3:.4g}", "1.00x"]]
-    rows.append(
-        ["pretrained (greedy)", f"{result['greedy_step_time'] * 1e3:.4g}", f"{result['greedy_step_time'] / mine:.2f}x"]
-    )
+    rows = [["pretrained (best of greedy + samples)", fmt.seconds(mine), "-"]]
+    greedy = result["greedy_step_time"]
+    rows.append(["pretrained (greedy)", fmt.seconds(greedy), fmt.change(greedy, mine, name="the policy's best")])
     for name, t in sorted(baselines.items(), key=lambda x: x[1]):
         rows.append(
-            [name, f"{t * 1e3:.4g}" if np.isfinite(t) else "failed", f"{t / mine:.2f}x" if np.isfinite(t) else "-"]
+            [name, fmt.seconds(t) if np.isfinite(t) else "failed", fmt.change(t, mine, name="the policy's best")]
         )
-    return tabulate.tabulate(rows, headers=["method", "step time (ms)", "its time / policy's"], tablefmt="github")
+    return tabulate.tabulate(rows, headers=["method", "step time", "against the policy's best"], tablefmt="github")

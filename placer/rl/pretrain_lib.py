@@ -18,9 +18,10 @@ import tensorflow as tf
 import tf_keras as keras
 import tqdm
 
-from placer.core import atomic
+from placer.core import atomic, fmt, stop
 from placer.core import cluster as cluster_lib
 from placer.core.errors import InputError
+from placer.core.heartbeat import Heartbeat
 from placer.measure import registry as measure_registry
 from placer.rl import graph_policy, transfer_lib
 
@@ -150,10 +151,19 @@ class Pretrainer:
         every = max(1, int(self.pc.checkpoint_every))
         t0 = time.time()
         stats: dict = {}
+        beat = Heartbeat(enabled=not progress, log=lambda line: print(line, flush=True))
         while int(self.step.numpy()) < steps and not (max_seconds > 0 and time.time() - t0 > max_seconds):
+            if stop.requested():  # SIGINT or SIGTERM: saved below, the binary says where it stopped
+                break
             stats = self.train_step()
             bar.update(1)
             bar.set_postfix(entropy=f"{stats['entropy']:.3f}")
+            beat(
+                lambda s=stats: (
+                    f"step {s['step']}/{steps}: {s['task']}, mean step time {fmt.seconds(s['mean_step_time'])}, "
+                    f"entropy {s['entropy']:.3f} nats; {time.time() - t0:.0f} s"
+                )
+            )
             if stats["step"] % every == 0:
                 self.save()
         bar.close()

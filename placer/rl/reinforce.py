@@ -17,8 +17,9 @@ import tensorflow as tf
 import tf_keras as keras
 import tqdm
 
-from placer.core import atomic
+from placer.core import atomic, fmt, stop
 from placer.core.errors import InputError
+from placer.core.heartbeat import Heartbeat
 from placer.core.placement import Placement
 from placer.rl import policy as policy_lib
 from placer.rl import rl_math
@@ -381,17 +382,29 @@ class Trainer:
         stats: dict = {}
         every = max(1, int(self.tc.checkpoint_every))
         t0 = time.time()
+        beat = Heartbeat(enabled=not progress, log=lambda line: print(line, flush=True))
         while int(self.step.numpy()) < steps and not (max_seconds > 0 and time.time() - t0 > max_seconds):
+            if stop.requested():  # SIGINT or SIGTERM: the caller saves and says where it stopped
+                break
             stats = self.train_step()
             if on_step is not None:
                 on_step(stats)
             bar.update(1)
-            bar.set_postfix(best=f"{stats['best_step_time']:.4f}s", mean=f"{stats['mean_step_time']:.4f}s")
+            bar.set_postfix(best=fmt.seconds(stats["best_step_time"]), mean=fmt.seconds(stats["mean_step_time"]))
+            beat(lambda s=stats: step_line(s, steps, time.time() - t0))
             if stats["step"] % every == 0 or stats["step"] == steps:
                 self.save()
         bar.close()
         self.summaries.flush()
         return stats
+
+
+def step_line(stats: dict, steps: int, seconds: float) -> str:
+    """The line a run without a progress bar prints now and then: step, best and mean step time, wall time."""
+    return (
+        f"step {stats['step']}/{steps}: best step time {fmt.seconds(stats['best_step_time'])}, "
+        f"this step's mean {fmt.seconds(stats['mean_step_time'])}; {seconds:.0f} s of training"
+    )
 
 
 def _scheduled(section, prefix: str, start: float, step: int) -> float:

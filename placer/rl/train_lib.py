@@ -14,7 +14,7 @@ import numpy as np
 from baselines import registry as baseline_registry
 from configs import common as config_common
 from graphs import local_cluster, pipeline
-from placer.core import atomic
+from placer.core import atomic, fmt
 from placer.core.errors import InputError
 from placer.measure import bounds
 from placer.measure import registry as measure_registry
@@ -88,9 +88,12 @@ def run(
         f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
         f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s"
     )
+    log(start_line(tc.warm_start, resume, init_from))
     policy = transfer_lib.policy_for_trainer(
         problem, cluster, config.placer, seed=seed, init_from=init_from, source=graph_path or config.model.name
     )
+    if init_from is not None:
+        log(f"policy from {init_from}: {transfer_lib.trained_on(transfer_lib.read_description(init_from))}")
     trainer = Trainer(
         problem,
         measurer,
@@ -106,7 +109,7 @@ def run(
         log(f"{workdir}: finished at step {start} (asked for {steps}); nothing to do, nothing changed")
         return _read_json(os.path.join(workdir, "summary.json"))
     if resume:
-        log(f"resumed at step {start}, best so far {float(trainer.best_time.numpy()):.4f} s")
+        log(f"resumed at step {start}, best so far {fmt.seconds(float(trainer.best_time.numpy()))}")
     elif warm is not None:
         imitation = apply_warm_start(trainer, problem, warm, tc, log)
     t_train = time.time()
@@ -123,6 +126,21 @@ def run(
     atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
     _log_result(summary, last, log)
     return summary
+
+
+def start_line(warm_start: str, resume: bool, init_from: str | None) -> str:
+    """What a run starts from: a warm start (the baselines it imitates) or none, a resumed or a pretrained policy.
+
+    >>> start_line("", False, None), start_line("expert", True, None)
+    ('warm start: off (uniform policy)', 'warm start: off (resumed from the checkpoint)')
+    """
+    if resume:
+        return "warm start: off (resumed from the checkpoint)"
+    if init_from is not None:
+        return f"warm start: off (policy from --init_from={init_from})"
+    if warm_start:
+        return f"warm start: on, imitating the fastest of {warm_start}"
+    return "warm start: off (uniform policy)"
 
 
 def prepare_problem(graph, cluster, placer_config, measurer, seed: int, log=print):
@@ -192,13 +210,15 @@ def apply_warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
         # so that one is measured and recorded instead of the baseline's time.
         (m,) = trainer.measurer.measure([copy])
         step_time = m.step_time if m.failure is None else None
-        log(f"warm start: the groups mix the baseline's devices; their majority placement measures {m.step_time:.4f} s")
+        log(
+            f"warm start: the groups mix the baseline's devices; their majority placement measures {fmt.seconds(m.step_time)}"
+        )
     nll, taken, equal = trainer.warm_start(
         target[problem.leader], tc.warm_start_steps, tc.warm_start_learning_rate, step_time=step_time
     )
     method = placement.metadata.get("method")
     log(
-        f"warm start: imitated {method} ({step_time or float('inf'):.4f} s, recorded as the best at step 0) "
+        f"warm start: imitated {method} ({fmt.seconds(step_time or float('inf'))}, recorded as the best at step 0) "
         f"for {taken} steps, final NLL {nll:.3f}; the greedy placement {'equals' if equal else 'still differs from'} it"
         + ("" if equal else f" (step cap {tc.warm_start_steps})")
     )
@@ -237,8 +257,8 @@ def _log_result(summary: dict, last: dict, log) -> None:
     best, lb, wall = summary["best_step_time"], summary["lower_bound"], summary["train_seconds"]
     if best is not None:
         log(
-            f"best step time {best:.4f} s, {best / lb:.2f}x the lower bound ({lb:.4f} s); "
-            f"{summary['steps']} steps in {wall:.1f} s"
+            f"best step time {fmt.seconds(best)}, {best / lb:.2f}x the lower bound ({fmt.seconds(lb)}; 1x is the "
+            f"best possible); {summary['steps']} steps in {wall:.1f} s"
         )
     else:
         log(

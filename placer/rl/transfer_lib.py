@@ -96,6 +96,24 @@ def describe(policy: graph_policy.GraphPolicy, **extra) -> dict:
     }
 
 
+def trained_on(info: dict) -> str:
+    """What a policy.json says the policy was trained on, in words.
+
+    >>> trained_on({"steps": 300, "train": ["gen:chain:16:0", "nmt"], "clusters": ["k80x2"], "held_out": []})
+    'pretrained 300 steps on 2 graphs (gen:chain:16:0, nmt) x 1 cluster (k80x2); held out: none'
+    """
+    train, clusters = list(info.get("train") or []), list(info.get("clusters") or [])
+    held = list(info.get("held_out") or [])
+
+    def some(items: list, limit: int = 4) -> str:
+        return ", ".join(items[:limit]) + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
+
+    return (
+        f"pretrained {info.get('steps', '?')} steps on {len(train)} graph{'s' * (len(train) != 1)} ({some(train)}) "
+        f"x {len(clusters)} cluster{'s' * (len(clusters) != 1)} ({some(clusters)}); held out: {some(held) or 'none'}"
+    )
+
+
 def read_description(policy_dir: str) -> dict:
     """policy.json of a policy folder, its layout checked.
 

@@ -10,12 +10,14 @@ fair share. A trace's losses are taken as recorded: no smoothing.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable
 
 import numpy as np
 
+from placer.core import stop
 from placer.core.errors import InputError
 from placer.sharing import allocators
 from placer.sharing import report as search_report
@@ -68,8 +70,14 @@ def replay(
     normalise: str = "max_change",
     objective: str = "total",
     log: Callable = print,
+    resume: bool = False,
 ) -> dict[str, dict]:
     """Replays a trace under each allocator and writes workdir/<allocator>/.
+
+    A replay of one allocator is not checkpointed (it takes seconds): with
+    `resume`, the allocators whose summary a stopped or killed run wrote are
+    read back and the others are replayed from their start. A stop signal
+    ends the run between allocators (placer.core.stop).
 
     Args:
       trace_path: the SLAQ trace CSV.
@@ -80,12 +88,15 @@ def replay(
       normalise: SLAQ's normaliser.
       objective: SLAQ's objective, "total" or "maxmin".
       log: where the tables go.
+      resume: continue a stopped run in `workdir` (same trace, slots and epoch).
 
     Returns:
       allocator -> summary.
 
     Raises:
-      InputError: a bad trace (naming file, row and column), slots, epoch or allocator, or a used workdir.
+      InputError: a bad trace (naming file, row and column), slots, epoch or allocator, a used workdir
+        (unless resuming), or a resumed one replayed with another trace, slots or epoch.
+      placer.core.stop.Stopped: a signal stopped the run between allocators.
     """
     if slots <= 0:
         raise InputError(f"--slots must be positive, got {slots}")
@@ -97,11 +108,24 @@ def replay(
             made[p] = allocators.make_allocator(p, epoch_s=epoch_s, objective=objective, normalise=normalise)
         except ValueError as e:
             raise InputError(str(e)) from None
-        if os.path.exists(os.path.join(workdir, p, "summary.json")):
-            raise InputError(f"{os.path.join(workdir, p)}: holds an earlier run; pick another --workdir")
+        if not resume and os.path.exists(os.path.join(workdir, p, "summary.json")):
+            raise InputError(
+                f"{os.path.join(workdir, p)}: holds an earlier run; pass --resume to continue it or pick another --workdir"
+            )
     jobs = load_trace(trace_path)
-    out = {}
+    out = _finished(workdir, list(made), trace_path, slots, epoch_s) if resume else {}
+    if resume:
+        left = [p for p in made if p not in out]
+        log(
+            f"resuming the replay: {', '.join(out) or 'no allocator'} read back; "
+            f"{', '.join(left) or 'none'} replayed from the start (an allocator's replay restarts)"
+        )
     for p, allocator in made.items():
+        if p in out:
+            continue
+        request = stop.current()
+        if request is not None and request.signum is not None:
+            raise stop.Stopped(len(out), request.exit_code)
         result = simulate_sharing(jobs, allocator, slots, epoch_s=epoch_s, horizon_s=horizon(jobs))
         curves = to_curves(result)
         summary = search_report.summarise(
@@ -114,7 +138,32 @@ def replay(
         out[p] = summary
         log("")
         log(search_report.format_table(summary))
+    out = {p: out[p] for p in made}
     if "fair" in out and len(out) > 1:
         log("")
         log(search_report.compare_to_fair(out))
+    return out
+
+
+def _finished(workdir: str, policies: list[str], trace_path: str, slots: int, epoch_s: float) -> dict[str, dict]:
+    """The summaries an earlier replay in `workdir` wrote, checked to come from the same trace and settings.
+
+    Raises:
+      InputError: a summary that cannot be read, or one of another trace, slot count or epoch.
+    """
+    out = {}
+    for p in policies:
+        path = os.path.join(workdir, p, "summary.json")
+        if not os.path.exists(path):
+            continue
+        try:
+            with open(path) as f:
+                summary = json.load(f)
+        except (OSError, ValueError) as e:
+            raise InputError(f"{path}: cannot resume from it ({e})") from None
+        mine = {"trace": os.path.abspath(trace_path), "slots": slots, "epoch_s": epoch_s}
+        for key, value in mine.items():
+            if summary.get(key) != value:
+                raise InputError(f"{path}: replayed with {key}={summary.get(key)!r}, this run has {value!r}")
+        out[p] = summary
     return out

@@ -21,7 +21,7 @@ import os
 import numpy as np
 import tabulate
 
-from placer.core import atomic
+from placer.core import atomic, fmt
 from placer.sharing.slaq_trace import TARGETS, time_to_fraction
 
 SMOOTH = 5  # iterations in the trailing mean of the loss (our choice)
@@ -204,13 +204,13 @@ def format_table(summary: dict) -> str:
     """A text table of one run: per job its status, iterations, best step time and times to 80/90/95%."""
     keys = [f"{int(f * 100)}%" for f in TARGETS]
     rows = [
-        [j["name"], j["status"], j["iterations"], _fmt(j["best_step_time"], ".3g")]
+        [j["name"], j["status"], j["iterations"], fmt.seconds(j["best_step_time"])]
         + [_fmt(j["time_to"][k]) for k in keys]
         for j in summary["jobs"]
     ]
     rows.append(["mean", "", "", ""] + [_fmt(summary["mean_time_to"][k]) for k in keys])
     table = tabulate.tabulate(
-        rows, headers=["job", "status", "iters", "best (s)"] + [f"t{k}" for k in keys], disable_numparse=True
+        rows, headers=["job", "status", "iters", "best step time"] + [f"t{k}" for k in keys], disable_numparse=True
     )
     lines = [
         f"policy {summary['policy']}: {len(summary['jobs'])} searches on {summary['slots']} slots, "

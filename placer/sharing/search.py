@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Hashable
 
 from graphs import local_cluster, pipeline
-from placer.core import atomic
+from placer.core import atomic, heartbeat, stop
 from placer.core.errors import InputError, one_line
 from placer.sharing import allocators
 from placer.sharing import report as search_report
@@ -93,7 +93,7 @@ def prepare(work: Workload, *, measure: str = "sim", log: Callable = print) -> l
             continue
         log(
             f"{spec.name}: {loaded.graph.name}, {loaded.graph.num_ops} ops, {groups.num_groups} groups, "
-            f"{cluster.num_devices} devices ({cluster.name}), arrives at {spec.arrival_s:g} s, {spec.steps} steps"
+            f"{cluster.num_devices} devices ({cluster.name}), arrives at {spec.arrival_s:g} s, {spec.steps} steps from scratch (no warm start)"
         )
         out.append(Prepared(spec, loaded.graph, cluster, problem, model=model, measure=measure))
     return out
@@ -202,14 +202,15 @@ def run_policy(
             _save_run(workdir, now, epochs, allocations)
             if on_epoch is not None:
                 on_epoch(now, {s.name: len(s.slots) for s in active})
-            if now - last_print >= 10 * epoch_s:
+            if now - last_print >= min(10 * epoch_s, heartbeat.EVERY_S):
                 last_print = now
                 log(
                     f"[{policy} {now:6.1f} s] "
                     + ", ".join(f"{s.name}: {len(s.slots)} slots, it {len(s.curve.losses)}" for s in active)
                 )
             arrivals = [s.prep.spec.arrival_s - now for s in searches if s.status == "not started"]
-            wake.wait(max(0.0, min([epoch_s, *arrivals])))
+            if _wait(wake, max(0.0, min([epoch_s, *arrivals]))):
+                break
             wake.clear()
     finally:
         with lock:
@@ -219,6 +220,9 @@ def run_policy(
         for s in searches:
             if s.thread is not None:
                 s.thread.join()
+    request = stop.current()
+    if request is not None and request.signum is not None:  # each search saved its last iteration
+        raise stop.Stopped(sum(len(s.curve.losses) for s in searches), request.exit_code)
     wall = time.monotonic() - t0
     curves = [s.curve for s in searches]
     summary = search_report.summarise(policy, curves, epochs, slots=engine.num_slots, epoch_s=epoch_s, wall_s=wall)
@@ -227,6 +231,20 @@ def run_policy(
     summary.update(normalise=normalise if slaq else None, objective=objective if slaq else None, loss=loss)
     search_report.write_outputs(workdir, summary, curves, allocations)
     return summary
+
+
+def _wait(wake: threading.Event, seconds: float) -> bool:
+    """Waits until `wake` is set or `seconds` pass; True when SIGINT or SIGTERM asked the run to stop.
+
+    Waits in short slices: the signal handler only records the signal (it
+    cannot safely set the event the main thread may be holding).
+    """
+    end = time.monotonic() + seconds
+    while not stop.requested():
+        left = end - time.monotonic()
+        if left <= 0 or wake.wait(min(left, 0.2)):
+            return False
+    return True
 
 
 RUN_FILE = "run_state.json"  # the run's clock, epochs and allocations so far, rewritten every epoch
