@@ -26,9 +26,11 @@ def measure(d, *extra):
 
 
 def one_error_line(capsys) -> str:
+    """The run's one error line; progress lines may come before it, a traceback may not."""
     err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
-    assert len(err) == 1 and err[0].startswith("error: "), err
-    return err[0]
+    assert err and err[-1].startswith("error: "), err
+    assert sum(x.startswith("error: ") for x in err) == 1 and not any("Traceback" in x for x in err), err
+    return err[-1]
 
 
 @pytest.mark.parametrize(
