@@ -60,6 +60,10 @@ def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
 
     Yields:
       The open temporary file.
+
+    Raises:
+      InputError: `path` is a special file, or the disk or quota is full
+        (one line naming `path`; it keeps its earlier content).
     """
     refuse_special(path, "")
     folder = os.path.dirname(os.path.abspath(path))

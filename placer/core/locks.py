@@ -1,9 +1,11 @@
 """A lock on a workdir in use, so that two runs never write one folder (no TensorFlow).
 
-The lock is an OS file lock (`fcntl.flock`) on WORKDIR/.lock, which also
-records the holder's process id. The OS drops it when the process exits, by
-any means, so a killed run never leaves its workdir locked; the stale file
-that stays behind is harmless.
+The lock is an OS file lock (`fcntl.flock`) on the workdir folder itself, so
+locking writes nothing there (a refused or finished run leaves the folder as
+it was). The OS drops it when the process exits, by any means, so a killed
+run never leaves its workdir locked. A run refused because of the lock
+names the holder's process id, read from the kernel's table of locks
+(/proc/locks).
 """
 
 from __future__ import annotations
@@ -11,15 +13,30 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Sequence
-from typing import IO
 
 from placer.core import atomic
 from placer.core.errors import InputError
 from placer.core.outputs import Inputs
 
-LOCK_FILE = ".lock"
+_held: dict[str, tuple[int, bool]] = {}  # resolved workdir -> (its open descriptor, whether the lock made it)
 
-_held: dict[str, tuple[IO, bool]] = {}  # resolved workdir -> (its open lock file, whether the lock made it)
+
+def holder(path: str) -> int | None:
+    """The id of the process holding a flock on `path`, from /proc/locks (Linux); None if not found."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as f:
+            table = f.read().splitlines()
+    except OSError:
+        return None
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in table:  # "1: FLOCK  ADVISORY  WRITE 2931 fe:00:2156567 0 EOF"
+        parts = line.split()
+        if "FLOCK" in parts and "->" not in parts:
+            i = parts.index("FLOCK")
+            if len(parts) > i + 4 and parts[i + 4] == key and parts[i + 3].isdigit():
+                return int(parts[i + 3])
+    return None
 
 
 def lock_workdir(path: str, flag: str = "workdir") -> None:
@@ -39,36 +56,30 @@ def lock_workdir(path: str, flag: str = "workdir") -> None:
         return
     made = not os.path.isdir(path)
     os.makedirs(path, exist_ok=True)
-    f = open(os.path.join(path, LOCK_FILE), "a+")  # noqa: SIM115 (held open for the whole run)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        f.seek(0)
-        holder = f.read().strip()
-        f.close()
-        who = f"process {holder}" if holder.isdigit() else "another process"
+        os.close(fd)
+        pid = holder(path)
+        who = f"process {pid}" if pid is not None else "another process"
         raise InputError(
             f"--{flag}: {path} is in use by {who}; wait for that run to end or pick another --{flag}"
         ) from None
-    f.seek(0)
-    f.truncate()
-    f.write(f"{os.getpid()}\n")
-    f.flush()
-    _held[key] = (f, made)
+    _held[key] = (fd, made)
 
 
 def release_all() -> None:
     """Releases every workdir lock this process holds (the OS does so at exit in any case).
 
-    A workdir that the lock made and that holds nothing else (a run refused
+    A workdir that the lock made and that is still empty (a run refused
     before it wrote anything) is removed, so a refused run leaves nothing behind.
     """
     while _held:
-        key, (f, made) = _held.popitem()
-        if made and os.listdir(key) == [LOCK_FILE]:
-            os.unlink(os.path.join(key, LOCK_FILE))
+        key, (fd, made) = _held.popitem()
+        if made and os.path.isdir(key) and not os.listdir(key):
             os.rmdir(key)
-        f.close()
+        os.close(fd)
 
 
 def claim_workdir(path: str, flag: str = "workdir", *, inputs: Inputs | None = None, owned: Sequence[str] = ()) -> None:

@@ -20,14 +20,12 @@ def files(tmp_path):
     return tmp_path
 
 
-def hold(workdir) -> object:
-    """Locks `workdir` as a running binary would, through a file opened apart from the code under test."""
+def hold(workdir) -> int:
+    """Locks `workdir` as a running binary would, through a descriptor opened apart from the code under test."""
     workdir.mkdir(exist_ok=True)
-    f = open(workdir / locks.LOCK_FILE, "w")  # noqa: SIM115
-    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    f.write(f"{os.getpid()}\n")
-    f.flush()
-    return f
+    fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
 
 
 @pytest.mark.parametrize(
@@ -43,11 +41,11 @@ def test_second_run_on_a_locked_workdir_exits_2_naming_the_holder(files, capsys,
     try:
         status = run_binary(binary, *(a.format(d=files) for a in argv), f"--workdir={files}/w")
     finally:
-        held.close()
+        os.close(held)
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1, err
     assert f"in use by process {os.getpid()}" in err[0] and "--workdir" in err[0], err
-    assert os.listdir(files / "w") == [locks.LOCK_FILE]  # the refused run wrote nothing
+    assert os.listdir(files / "w") == []  # the refused run wrote nothing
 
 
 def test_lock_of_a_child_is_refused_while_it_lives_and_free_once_it_is_killed(tmp_path):
@@ -66,7 +64,7 @@ def test_lock_of_a_child_is_refused_while_it_lives_and_free_once_it_is_killed(tm
         child.wait()
     locks.claim_workdir(str(workdir))
     try:
-        assert (workdir / locks.LOCK_FILE).read_text() == f"{os.getpid()}\n"
+        assert locks.holder(str(workdir)) == os.getpid()
     finally:
         locks.release_all()
 
@@ -79,6 +77,5 @@ def test_lock_is_released_when_the_binary_returns(files, capsys):
     assert not w.exists()  # the lock made the folder; a refused run leaves nothing behind
     (w / "keep").mkdir(parents=True)
     assert run_binary("search_main", *argv) == 2
-    held = hold(w)  # free again: nothing of the earlier run holds it
-    held.close()
-    assert sorted(os.listdir(w)) == [locks.LOCK_FILE, "keep"]
+    os.close(hold(w))  # free again: nothing of the earlier run holds it
+    assert os.listdir(w) == ["keep"]  # the lock writes nothing in the folder
