@@ -20,6 +20,7 @@ measured again elsewhere. Ray is imported only when this engine is used
 from __future__ import annotations
 
 import itertools
+import os
 import time
 import weakref
 from collections.abc import Hashable, Sequence
@@ -54,9 +55,16 @@ class SlotWorker:
     Args:
       factory: `factory(graph, cluster[, model]) -> Measurer` (see Engine).
       measure_seconds: seconds held per placement on top of measuring it.
+      omp_threads: OMP_NUM_THREADS of the process that started the actor, or
+        None. Ray sets it to 1 in an actor that holds no CPU; measurements run
+        with the threads a training process would have instead.
     """
 
-    def __init__(self, factory, measure_seconds: float = 0.0):
+    def __init__(self, factory, measure_seconds: float = 0.0, omp_threads: str | None = None):
+        if omp_threads is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = omp_threads
         self.factory = factory
         self.measure_seconds = float(measure_seconds)
         self.jobs: dict = {}
@@ -145,7 +153,9 @@ class RayEngine(Engine):
         return self._workers
 
     def _new_worker(self):
-        return self._actor_cls.options(resources={RESOURCE: 1}, num_cpus=0).remote(self.factory, self.measure_seconds)
+        return self._actor_cls.options(resources={RESOURCE: 1}, num_cpus=0).remote(
+            self.factory, self.measure_seconds, os.environ.get("OMP_NUM_THREADS")
+        )
 
     def _stop_worker(self, worker) -> None:
         self._kill(worker)
