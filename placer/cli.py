@@ -281,7 +281,7 @@ def set_engine(config, engine, workers, ray_address) -> None:
     """
     from placer.measure import registry  # noqa: PLC0415 (no TensorFlow)
 
-    registry.check_engine(engine.value, workers.value)
+    registry.check_engine(engine.value, workers.value, ray_address.value or "")
     config.engine = engine.value
     config.workers = workers.value
     config.ray_address = ray_address.value or ""

@@ -90,7 +90,7 @@ def make_measurer(
     return ray_pool.RayMeasurer(engine, graph, cluster, serialized, owns_engine=owns_engine)
 
 
-def check_engine(engine: str, workers: int) -> None:
+def check_engine(engine: str, workers: int, ray_address: str = "") -> None:
     """Checks an engine choice before any work: the name, the worker count, Ray installed for "ray".
 
     Raises:
@@ -102,6 +102,8 @@ def check_engine(engine: str, workers: int) -> None:
         raise InputError(f"--workers must be at least 1, got {workers}")
     if engine == "inprocess" and workers != 1:
         raise InputError(f"--workers={workers} needs --engine=ray (in process, placements are measured one by one)")
+    if engine == "inprocess" and ray_address:
+        raise InputError(f"--ray_address={ray_address} needs --engine=ray")
     if engine == "ray":
         importlib.import_module("placer.measure.ray_pool").import_ray()
 
@@ -126,7 +128,7 @@ def open_engine(kind: str, *, engine: str = "inprocess", workers: int = 1, ray_a
     Raises:
       InputError: as check_engine; a cluster that cannot be reached or offers too few slots.
     """
-    check_engine(engine, workers)
+    check_engine(engine, workers, ray_address)
     if engine == "inprocess":
         return None
     ray_pool = importlib.import_module("placer.measure.ray_pool")

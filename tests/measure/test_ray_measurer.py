@@ -214,11 +214,16 @@ def test_engine_ray_without_ray_is_refused_with_the_install_command(module, tmp_
     assert not os.path.exists(tmp_path / "w")
 
 
-def test_workers_without_the_ray_engine_are_refused(tmp_path, capfd):
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        ("--workers=2", "error: --workers=2 needs --engine=ray (in process, placements are measured one by one)"),
+        ("--ray_address=head:6379", "error: --ray_address=head:6379 needs --engine=ray"),
+    ],
+)
+def test_ray_flags_without_the_ray_engine_are_refused(flag, message, tmp_path, capfd):
     capfd.readouterr()
-    code = call("placer.train_main", "--config=configs/nmt.py:tiny", f"--workdir={tmp_path / 'w'}", "--workers=2")
+    code = call("placer.train_main", "--config=configs/nmt.py:tiny", f"--workdir={tmp_path / 'w'}", flag)
     assert code == 2
-    assert capfd.readouterr().err.strip() == (
-        "error: --workers=2 needs --engine=ray (in process, placements are measured one by one)"
-    )
+    assert capfd.readouterr().err.strip() == message
     assert not os.path.exists(tmp_path / "w")
