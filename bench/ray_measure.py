@@ -72,6 +72,7 @@ def measure(rounds: int, samples: int, seed: int) -> dict:
     placements, measurers = _measurers(samples, seed)
     labels = list(measurers)
     seconds: dict[str, list[float]] = {k: [] for k in labels}
+    load = [os.getloadavg()[0]]
     for r in range(rounds):
         order = labels[r % len(labels) :] + labels[: r % len(labels)]
         for label in order:
@@ -79,9 +80,10 @@ def measure(rounds: int, samples: int, seed: int) -> dict:
             _check(measurers[label].measure(placements))
             seconds[label].append(time.perf_counter() - t0)
         print(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {seconds[k][-1]:.2f} s" for k in labels), flush=True)
+    load.append(os.getloadavg()[0])
     for m in measurers.values():
         getattr(m, "close", lambda: None)()
-    return {"seconds": seconds, "rounds": rounds, "samples": samples, "seed": seed}
+    return {"seconds": seconds, "rounds": rounds, "samples": samples, "seed": seed, "load": load}
 
 
 def section(result: dict, commit: str) -> str:
@@ -106,7 +108,8 @@ def section(result: dict, commit: str) -> str:
     return (
         f"Commit {commit}; {SPEC} on `{CLUSTER}`, `--measure=session`; {result['samples']} random placements "
         f"(seed {result['seed']}) per step, {result['rounds']} rounds, the three measurers side by side in "
-        "rotating order. This machine has 2 cores and was shared with other work while it ran, so absolute "
+        "rotating order. This machine has 2 cores and was shared with other work while it ran (load average "
+        f"over 1 minute {result['load'][0]:.1f} before the rounds, {result['load'][1]:.1f} after), so absolute "
         "times are noisy; the ratios come from the same rounds.\n\n"
         f"{table}\n\n"
         f"Speedup of 2 workers over 1 (median over rounds of the per-round ratio): **{speedup:.2f}x**; "

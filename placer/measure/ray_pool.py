@@ -20,6 +20,7 @@ measured again elsewhere. Ray is imported only when this engine is used
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import time
 import weakref
@@ -131,9 +132,14 @@ class RayEngine(Engine):
         if not ray.is_initialized():
             try:
                 if address:
-                    ray.init(address=address, log_to_driver=False)
+                    ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
                 else:
-                    ray.init(resources={RESOURCE: num_slots}, log_to_driver=False, include_dashboard=False)
+                    ray.init(
+                        resources={RESOURCE: num_slots},
+                        log_to_driver=False,
+                        include_dashboard=False,
+                        logging_level=logging.ERROR,  # not Ray's start-up lines among the run's own
+                    )
             except (ConnectionError, RuntimeError, ValueError) as e:
                 raise InputError(f"--ray_address={address}: cannot start or reach Ray ({e})") from None
             self._started = True
