@@ -67,23 +67,47 @@ def _check(results) -> None:
         raise SystemExit(f"bench.ray_measure: {len(failed)} placements failed ({failed[0]})")
 
 
+def _pids(measurer) -> list[int]:
+    """The processes that measure for `measurer`: its Ray actors, or this one."""
+    import ray  # noqa: PLC0415
+
+    engine = getattr(measurer, "engine", None)
+    if engine is None:
+        return [os.getpid()]
+    return [ray.get(a.__ray_call__.remote(lambda worker: os.getpid())) for a in engine.actors.values()]
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User plus system CPU seconds the processes have used so far (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of proc(5)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def measure(rounds: int, samples: int, seed: int) -> dict:
-    """Times the three measurers on the same placements, `rounds` times each, side by side."""
+    """Times the three measurers on the same placements, `rounds` times each, side by side, with the CPU
+    seconds their processes used."""
     placements, measurers = _measurers(samples, seed)
     labels = list(measurers)
+    pids = {k: _pids(m) for k, m in measurers.items()}
     seconds: dict[str, list[float]] = {k: [] for k in labels}
+    cpu: dict[str, list[float]] = {k: [] for k in labels}
     load = [os.getloadavg()[0]]
     for r in range(rounds):
         order = labels[r % len(labels) :] + labels[: r % len(labels)]
         for label in order:
-            t0 = time.perf_counter()
+            c0, t0 = _cpu_seconds(pids[label]), time.perf_counter()
             _check(measurers[label].measure(placements))
             seconds[label].append(time.perf_counter() - t0)
+            cpu[label].append(_cpu_seconds(pids[label]) - c0)
         print(f"round {r + 1}/{rounds}: " + ", ".join(f"{k} {seconds[k][-1]:.2f} s" for k in labels), flush=True)
     load.append(os.getloadavg()[0])
     for m in measurers.values():
         getattr(m, "close", lambda: None)()
-    return {"seconds": seconds, "rounds": rounds, "samples": samples, "seed": seed, "load": load}
+    return {"seconds": seconds, "cpu": cpu, "rounds": rounds, "samples": samples, "seed": seed, "load": load}
 
 
 def section(result: dict, commit: str) -> str:
@@ -98,12 +122,13 @@ def section(result: dict, commit: str) -> str:
             f"{statistics.median(v):.2f}",
             f"{min(v):.2f} to {max(v):.2f}",
             f"{statistics.median(v) / result['samples'] * 1e3:.0f}",
+            f"{statistics.median(result['cpu'][label]):.2f}",
+            f"{statistics.median(c / w for c, w in zip(result['cpu'][label], v, strict=True)):.2f}",
         ]
         for label, v in s.items()
     ]
-    table = tabulate(
-        rows, headers=["measured by", "median s per step", "range (s)", "ms per placement"], tablefmt="github"
-    )
+    headers = ["measured by", "median s per step", "range (s)", "ms per placement", "CPU s per step", "cores used"]
+    table = tabulate(rows, headers=headers, tablefmt="github")
     verdict = "met" if speedup >= 1.5 else "NOT met"
     return (
         f"Commit {commit}; {SPEC} on `{CLUSTER}`, `--measure=session`; {result['samples']} random placements "
@@ -112,6 +137,9 @@ def section(result: dict, commit: str) -> str:
         f"over 1 minute {result['load'][0]:.1f} before the rounds, {result['load'][1]:.1f} after), so absolute "
         "times are noisy; the ratios come from the same rounds.\n\n"
         f"{table}\n\n"
+        "CPU s per step: user plus system CPU seconds of the processes that measured (this process, or the "
+        "actors), median over rounds; cores used: those seconds over the step's wall seconds (median of the "
+        "per-round ratio). 2 workers can only be faster than 1 if together they get more CPU per second.\n\n"
         f"Speedup of 2 workers over 1 (median over rounds of the per-round ratio): **{speedup:.2f}x**; "
         f"2 workers against the in-process measurer: {versus_here:.2f}x. "
         f"Target (ours; none was set): 2 workers at least 1.5x as fast as 1 on this 2-core machine: {verdict}.\n"
