@@ -193,6 +193,11 @@ def attach(
     config.placer = placer_config()
     config.cluster = cluster  # preset name in configs/clusters or a JSON path.
     config.measure = measure  # sim | grappler | session
+    # Where placements are measured: "inprocess" (one after another) or "ray" (`workers` Ray actors, each
+    # with its own backend, in parallel; placer.measure.ray_pool); "" = start a local Ray unless one runs.
+    config.engine = "inprocess"
+    config.workers = 1
+    config.ray_address = ""
     return config
 
 

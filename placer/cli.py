@@ -22,7 +22,7 @@ from collections.abc import Callable
 from absl import flags
 
 from placer.core import atomic, checks, locks, printable, stop
-from placer.core.errors import InputError, one_line
+from placer.core.errors import InputError, RunStopped, one_line
 
 # Shared by every binary: the cap on one JSON input's text after gzip (placer/core/checks.py).
 _MAX_INPUT_MIB = flags.DEFINE_integer(
@@ -129,7 +129,8 @@ def own_flags_in_help(main: Callable) -> None:
 
 
 def run_main(main: Callable[[list[str]], None]) -> None:
-    """Runs an absl `main`, turning InputError into one stderr line and exit status 2.
+    """Runs an absl `main`, turning InputError into one stderr line and exit status 2
+    (RunStopped: one line and exit status 1).
 
     Bad flag values (an enum value not offered, a number under its bound, a
     config file that is missing or fails to load) are one line and exit
@@ -178,6 +179,9 @@ def _run_main(main: Callable[[list[str]], None]) -> None:
         except KeyboardInterrupt:  # Ctrl-C outside a loop that stops at the end of its step
             print("interrupted", file=sys.stderr)
             sys.exit(130)
+        except RunStopped as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(1)
 
     try:
         app.run(wrapped, flags_parser=parse_flags)
@@ -335,3 +339,37 @@ def load_cluster(spec: str):
 
         return local_cluster.load(spec)
     return cluster_lib.load(spec)
+
+
+def define_engine_flags():
+    """Defines --engine, --workers and --ray_address (a search's measurement workers); returns their holders."""
+    from absl import flags  # noqa: PLC0415
+
+    return (
+        flags.DEFINE_enum(
+            "engine",
+            "inprocess",
+            ["inprocess", "ray"],
+            "Where placements are measured: in this process, or on Ray actors.",
+        ),
+        flags.DEFINE_integer(
+            "workers", 1, "With --engine=ray: Ray actors measuring a step's placements in parallel.", lower_bound=1
+        ),
+        flags.DEFINE_string(
+            "ray_address", None, "With --engine=ray: the Ray cluster to join (default: start a local Ray)."
+        ),
+    )
+
+
+def set_engine(config, engine, workers, ray_address) -> None:
+    """Copies the engine flags into a run config, after checking them (Ray installed for --engine=ray).
+
+    Raises:
+      InputError: as placer.measure.registry.check_engine.
+    """
+    from placer.measure import registry  # noqa: PLC0415 (no TensorFlow)
+
+    registry.check_engine(engine.value, workers.value, ray_address.value or "")
+    config.engine = engine.value
+    config.workers = workers.value
+    config.ray_address = ray_address.value or ""

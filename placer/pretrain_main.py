@@ -3,6 +3,7 @@
 Example:
   placer-pretrain --config=configs/pretrain.py:small --workdir=/tmp/policy --steps=300
   placer-pretrain --config=configs/pretrain.py:small --workdir=/tmp/policy --steps=600 --resume
+  placer-pretrain --config=configs/pretrain.py:small --workdir=/tmp/policy --steps=300 --engine=ray --workers=2
 
 Writes WORKDIR/policy.json (policy kind, sizes, feature layout, training and
 held-out lists), WORKDIR/checkpoints/ and WORKDIR/tensorboard/.
@@ -28,6 +29,7 @@ _MAX_MINUTES = flags.DEFINE_float(
     lower_bound=0.0,
 )
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar.")
+_ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags()
 
 WRITES = ("policy.json", "checkpoints", "tensorboard")  # what --workdir receives
 
@@ -37,11 +39,13 @@ def main(argv):
     from placer.core import locks, stop  # noqa: PLC0415
 
     locks.claim_workdir(_WORKDIR.value, inputs={"config": cli.config_file(_CONFIG)}, owned=WRITES)
+    config = _CONFIG.value
+    cli.set_engine(config, _ENGINE, _WORKERS, _RAY_ADDRESS)
     from placer.rl import pretrain_lib  # noqa: PLC0415 (imports TensorFlow)
 
     with stop.on_signals() as request:  # SIGINT/SIGTERM: pretraining ends after its step and saves
         summary = pretrain_lib.run(
-            _CONFIG.value,
+            config,
             workdir=_WORKDIR.value,
             steps=_STEPS.value,
             seed=_SEED.value,

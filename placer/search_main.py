@@ -102,8 +102,8 @@ def main(argv):
                 **sharing,
             )
         return
+    from placer.measure.pool import MeasurerFactory  # noqa: PLC0415
     from placer.sharing import jobs as search_jobs  # noqa: PLC0415
-    from placer.sharing.engines import MeasurerFactory  # noqa: PLC0415
 
     work = search_jobs.load_workload(_JOBS.value)  # every error here comes before anything starts
     measure = _MEASURE.value
@@ -123,12 +123,12 @@ def main(argv):
         "factory": MeasurerFactory(measure, **backend),
     }
     if _ENGINE.value == "ray":
-        from placer.sharing.ray_engine import RayEngine  # noqa: PLC0415
+        from placer.measure.ray_pool import RayEngine  # noqa: PLC0415
 
         def engine_factory(n):
             return RayEngine(n, address=_RAY_ADDRESS.value, **options)
     else:
-        from placer.sharing.engines import InProcessEngine  # noqa: PLC0415
+        from placer.measure.pool import InProcessEngine  # noqa: PLC0415
 
         def engine_factory(n):
             return InProcessEngine(n, **options)

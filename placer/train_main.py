@@ -3,6 +3,8 @@
 Example:
   placer-train --config=configs/nmt.py --cluster=k80x4 --measure=sim \
       --workdir=/tmp/nmt --steps=500 --seed=0
+  placer-train --config=configs/nmt.py:tiny --cluster=local:2 --measure=session \
+      --engine=ray --workers=2 --workdir=/tmp/nmt-ray --steps=20
 """
 
 from absl import flags
@@ -31,6 +33,7 @@ _MAX_MINUTES = flags.DEFINE_float(
 )
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
 _INIT_FROM = flags.DEFINE_string("init_from", None, "Policy folder from placer-pretrain to fine-tune (graph policy).")
+_ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags()
 
 WRITES = ("run.json", "history.json", "curve.csv", "summary.json", "best_placement.json", "checkpoints", "tensorboard")
 
@@ -48,6 +51,7 @@ def main(argv):
         config.cluster = _CLUSTER.value
     if _MEASURE.value:
         config.measure = _MEASURE.value
+    cli.set_engine(config, _ENGINE, _WORKERS, _RAY_ADDRESS)
     with stop.on_signals() as request:  # SIGINT/SIGTERM: the search ends after its step and saves
         summary = train_lib.run(
             config,

@@ -12,3 +12,11 @@ class InputError(ValueError):
 def one_line(exc: BaseException) -> str:
     """Returns the exception's type and message on one line."""
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+class RunStopped(Exception):  # noqa: N818 (a state the run ended in, not a programming error)
+    """A run stopped by something outside its input (e.g. every measurement worker lost).
+
+    The message is one line saying what happened and where the run's files
+    stand; binaries print it and exit with status 1, without a traceback.
+    """

@@ -1,17 +1,22 @@
-"""One entry point for the measurement backends: sim, grappler, session.
+"""One entry point for the measurement backends (sim, grappler, session) and the engines they run on.
 
 The TF-backed ones are imported only when asked for, so the simulator keeps
-working where TensorFlow is not installed.
+working where TensorFlow is not installed. A search measures in this process
+(engine "inprocess") or on Ray actors (engine "ray", placer.measure.ray_pool;
+Ray is imported only then).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Callable
 
 from placer.core.cluster import Cluster
-from placer.core.errors import InputError
+from placer.core.errors import InputError, RunStopped
 from placer.core.measurement import Measurer
 from placer.core.op_graph import OpGraph
+from placer.measure.pool import Engine, MeasurerFactory, WorkersLost
 from placer.measure.simulator import Simulator
 
 
@@ -38,9 +43,20 @@ def _session(graph, cluster, model, metagraph, **options):
 
 
 KINDS = {"sim": _sim, "grappler": _grappler, "session": _session}
+ENGINES = ("inprocess", "ray")
 
 
-def make_measurer(kind: str, graph: OpGraph, cluster: Cluster, *, model=None, metagraph=None, **options) -> Measurer:
+def make_measurer(
+    kind: str,
+    graph: OpGraph,
+    cluster: Cluster,
+    *,
+    model=None,
+    metagraph=None,
+    engine: Engine | None = None,
+    owns_engine: bool = False,
+    **options,
+) -> Measurer:
     """Returns the measurement backend `kind` for `graph` on `cluster`.
 
     Args:
@@ -50,7 +66,11 @@ def make_measurer(kind: str, graph: OpGraph, cluster: Cluster, *, model=None, me
       cluster: the devices and links.
       model: models.ModelGraph (or a builder) for the TF backends.
       metagraph: the MetaGraphDef for the TF backends (wins over `model`).
-      **options: passed to the backend's constructor.
+      engine: None to measure in this process, or a Ray engine from
+        `open_engine` whose actors each build their own `kind` backend (its
+        options were given there).
+      owns_engine: the measurer's close() stops `engine`.
+      **options: passed to the backend's constructor (in this process).
 
     Raises:
       InputError: an unknown kind (the message lists the valid ones), or a TF
@@ -58,4 +78,94 @@ def make_measurer(kind: str, graph: OpGraph, cluster: Cluster, *, model=None, me
     """
     if kind not in KINDS:
         raise InputError(f"unknown measure kind {kind!r} (valid: {', '.join(KINDS)})")
-    return KINDS[kind](graph, cluster, model, metagraph, **options)
+    if engine is None:
+        return KINDS[kind](graph, cluster, model, metagraph, **options)
+    if engine.factory.kind != kind:
+        raise ValueError(f"measure={kind} on an engine that builds {engine.factory.kind!r} measurers")
+    serialized = None
+    if kind != "sim":
+        as_metagraph = importlib.import_module("graphs.tf_session").as_metagraph
+        serialized = as_metagraph(_source(kind, model, metagraph)).SerializeToString()
+    ray_pool = importlib.import_module("placer.measure.ray_pool")
+    return ray_pool.RayMeasurer(engine, graph, cluster, serialized, owns_engine=owns_engine)
+
+
+def check_engine(engine: str, workers: int, ray_address: str = "") -> None:
+    """Checks an engine choice before any work: the name, the worker count, Ray installed for "ray".
+
+    Raises:
+      InputError: naming the flag; for a missing Ray, with the install command.
+    """
+    if engine not in ENGINES:
+        raise InputError(f"--engine={engine}: unknown engine (valid: {', '.join(ENGINES)})")
+    if workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
+    if engine == "inprocess" and workers != 1:
+        raise InputError(f"--workers={workers} needs --engine=ray (in process, placements are measured one by one)")
+    if engine == "inprocess" and ray_address:
+        raise InputError(f"--ray_address={ray_address} needs --engine=ray")
+    if engine == "ray":
+        importlib.import_module("placer.measure.ray_pool").import_ray()
+
+
+def open_engine(kind: str, *, engine: str = "inprocess", workers: int = 1, ray_address: str = "", **options):
+    """The workers a search measures on: None for "inprocess", else `workers` Ray actors.
+
+    Each actor builds its own `kind` backend with `options` for every graph it
+    measures. Placements whose actor died are measured again on another (up to
+    `workers` times), then raise WorkersLost.
+
+    Args:
+      kind: the backend, as for make_measurer.
+      engine: "inprocess" or "ray".
+      workers: Ray actors, each holding one `placer_slot` resource.
+      ray_address: the Ray cluster to join; "" starts a local Ray unless one is running.
+      **options: the backend's constructor options.
+
+    Returns:
+      None, or a placer.measure.ray_pool.RayEngine to pass to make_measurer.
+
+    Raises:
+      InputError: as check_engine; a cluster that cannot be reached or offers too few slots.
+    """
+    check_engine(engine, workers, ray_address)
+    if engine == "inprocess":
+        return None
+    ray_pool = importlib.import_module("placer.measure.ray_pool")
+    factory = MeasurerFactory(kind, **options)
+    return ray_pool.RayEngine(
+        workers, address=ray_address or None, flag="--workers", factory=factory, max_retries=workers, fatal_loss=True
+    )
+
+
+def engine_options(config) -> dict:
+    """The engine fields of a run config (`engine`, `workers`, `ray_address`; defaults where absent)."""
+    return {
+        "engine": config.get("engine", "inprocess"),
+        "workers": int(config.get("workers", 1)),
+        "ray_address": config.get("ray_address", ""),
+    }
+
+
+@contextlib.contextmanager
+def measuring(closable, *, save: Callable[[], None], step: Callable[[], int]):
+    """Wraps a search's loop: closes `closable` (a measurer or engine; None: nothing) when the loop
+    ends, and when the measurement workers are lost, saves the search and stops it.
+
+    Args:
+      closable: what to close at the end (its `close()`, if it has one).
+      save: writes the search's checkpoint and files.
+      step: the search's step count (to say where it stopped).
+
+    Raises:
+      RunStopped: the workers were lost; one line: what happened, the saved step, how to continue.
+    """
+    try:
+        yield
+    except WorkersLost as e:
+        save()
+        raise RunStopped(f"{e}; stopped at step {step()}, checkpoint written; continue with --resume") from None
+    finally:
+        close = getattr(closable, "close", None)
+        if close is not None:
+            close()

@@ -45,14 +45,15 @@ def check_lists(pc) -> tuple[list[str], list[str], list[str]]:
     return train, held, clusters
 
 
-def make_tasks(specs, cluster_names, placer_config, log=print) -> list[transfer_lib.Task]:
-    """Every training graph on every cluster, each with a simulator."""
+def make_tasks(specs, cluster_names, placer_config, log=print, engine=None) -> list[transfer_lib.Task]:
+    """Every training graph on every cluster, each with a simulator (in this process, or on `engine`'s
+    Ray actors: measure_registry.open_engine)."""
     clusters = [cluster_lib.load(c) for c in cluster_names]
     tasks = []
     for spec in specs:
         graph = transfer_lib.load_spec(spec, clusters[0])
         for c in clusters:
-            measurer = measure_registry.make_measurer("sim", graph, c)
+            measurer = measure_registry.make_measurer("sim", graph, c, engine=engine)
             tasks.append(transfer_lib.make_task(graph, c, placer_config, measurer, spec))
     log(f"pretraining on {len(tasks)} tasks ({len(specs)} graphs x {len(clusters)} clusters)")
     return tasks
@@ -190,14 +191,16 @@ def run(
             f"{workdir}: holds a pretrained policy; pass --resume to continue it or pick another --workdir"
         )
     t0 = time.time()
-    tasks = make_tasks(train, clusters, config.placer, log)
+    engine = measure_registry.open_engine("sim", **measure_registry.engine_options(config))
+    tasks = make_tasks(train, clusters, config.placer, log, engine)
     record = {"train": train, "held_out": held, "clusters": clusters}
     trainer = Pretrainer(tasks, config, workdir, seed=seed, record=record)
     start = trainer.restore() if resume else 0
     if resume:
         log(f"resumed at step {start}")
     t1 = time.time()
-    trainer.train(steps, progress=progress, max_seconds=max_seconds)
+    with measure_registry.measuring(engine, save=trainer.save, step=lambda: int(trainer.step.numpy())):
+        trainer.train(steps, progress=progress, max_seconds=max_seconds)
     wall = time.time() - t1
     summary = {"steps": int(trainer.step.numpy()), "train_seconds": wall, "prepare_seconds": t1 - t0, **record}
     log(f"pretrained {summary['steps']} steps in {wall:.1f} s on {len(tasks)} tasks; policy in {workdir}")

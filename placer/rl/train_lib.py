@@ -119,7 +119,8 @@ def run(
         if not reached or stats["best_step_time"] < reached[-1][2]:
             reached.append((stats["step"], time.time() - t_train, stats["best_step_time"]))
 
-    last = trainer.train(steps, progress=progress, on_step=on_step, max_seconds=max_seconds)
+    with measure_registry.measuring(measurer, save=trainer.save, step=lambda: int(trainer.step.numpy())):
+        last = trainer.train(steps, progress=progress, on_step=on_step, max_seconds=max_seconds)
     trainer.save()
     summary = _summary(trainer, graph, groups, cluster, kind, seed, start, time.time() - t_train, reached, last)
     summary["warm_start"] = imitation
@@ -177,11 +178,11 @@ def _load(config, graph_path: str | None, log=print):
         cluster, config=None if graph_path else config, graph_path=graph_path, need_model=config.measure != "sim"
     )
     log(f"{loaded.graph.name}: {loaded.graph.num_ops} ops loaded in {loaded.seconds:.1f} s")
-    return (
-        cluster,
-        loaded.graph,
-        measure_registry.make_measurer(config.measure, loaded.graph, cluster, model=loaded.model),
+    engine = measure_registry.open_engine(config.measure, **measure_registry.engine_options(config))
+    measurer = measure_registry.make_measurer(
+        config.measure, loaded.graph, cluster, model=loaded.model, engine=engine, owns_engine=True
     )
+    return cluster, loaded.graph, measurer
 
 
 def apply_warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:

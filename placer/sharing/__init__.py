@@ -1,2 +1,2 @@
 """Many placement searches sharing one pool of measurement slots: SLAQ and fair allocators,
-curve fitting, trace replay, the search runner and its engines (in-process, Ray), reports."""
+curve fitting, trace replay, the search runner (on placer.measure's engines), reports."""

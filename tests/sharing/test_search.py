@@ -14,9 +14,9 @@ from placer.core import io as graph_io
 from placer.core.errors import InputError
 from placer.core.measurement import ERROR, TIMEOUT, Measurement
 from placer.core.op_graph import OpGraph
+from placer.measure.pool import InProcessEngine, spread
 from placer.sharing import jobs as search_jobs
 from placer.sharing import report as search_report
-from placer.sharing.engines import InProcessEngine, spread
 from tests.cli import ROOT, run_module
 
 MB = 1 << 20
@@ -176,7 +176,7 @@ class BuggyMeasurer:
 
 
 def test_measurer_bug_fails_loudly_instead_of_as_a_failed_measurement():
-    from placer.sharing.engines import MeasurerBug
+    from placer.measure.pool import MeasurerBug
 
     with InProcessEngine(2, max_retries=3, factory=lambda g, c: BuggyMeasurer()) as eng:
         eng.add_job("j", None, _Cluster())

@@ -6,9 +6,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
 
+from placer.measure.ray_pool import RayEngine  # noqa: E402
 from placer.sharing import jobs as search_jobs  # noqa: E402
 from placer.sharing import search  # noqa: E402
-from placer.sharing.ray_engine import RayEngine  # noqa: E402
 from tests.sharing.test_search import write_workload  # noqa: E402
 
 

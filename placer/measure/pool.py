@@ -1,13 +1,15 @@
-"""Measurement engines of `placer-search`: a pool of slots that measure placements.
+"""Measurement engines: a pool of slots that measure placements in parallel.
 
-A slot is one measurement worker (a device in a real cluster). Every search
-holds some slots for an epoch; `Engine.measure` spreads one iteration's
-placements over the search's slots and waits for them. Faults lose no search:
-a worker that raises or dies has its placements measured again on another
-slot (up to `max_retries` times, then they count as failed with ERROR), and a
+A slot is one measurement worker (a device in a real cluster). A search of
+`placer-search` holds some slots for an epoch, a search of `placer-train` all
+of them; `Engine.measure` spreads one iteration's placements over the given
+slots, waits for them and returns the measurements in the placements' order.
+Faults lose no search: a worker that raises or dies has its placements
+measured again on another slot (up to `max_retries` times; then they count as
+failed with ERROR, or, with `fatal_loss`, the call raises WorkersLost), and a
 worker that hangs past the time-out is replaced and its placements count as
 failed with TIMEOUT. The in-process engine (threads on this machine) lives
-here; the Ray engine for several machines is in `placer.sharing.ray_engine`. No
+here; the Ray engine for several machines is in `placer.measure.ray_pool`. No
 TensorFlow.
 """
 
@@ -20,12 +22,17 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 
+from placer.core.errors import RunStopped
 from placer.core.measurement import ERROR, TIMEOUT, Measurement
 from placer.measure.simulator import Simulator
 
 
 class WorkerDied(Exception):  # noqa: N818 (a state, not a programming error)
     """The worker measuring a chunk faulted or is gone; the chunk may be measured elsewhere."""
+
+
+class WorkersLost(RunStopped):
+    """Placements whose workers died on every try (with `fatal_loss`): the pool cannot measure any more."""
 
 
 class MeasurerBug(Exception):  # noqa: N818 (named for what it reports)
@@ -122,6 +129,9 @@ class Engine:
         cluster, model)` for a job with a model (its serialized MetaGraphDef),
         built once per worker and job; must be picklable for Ray; default
         MeasurerFactory() (the simulator).
+      fatal_loss: placements whose worker died on every try raise WorkersLost
+        instead of counting as failed (ERROR): a learner then stops rather than
+        learn from a fault of the workers.
     """
 
     def __init__(
@@ -131,11 +141,13 @@ class Engine:
         max_retries: int = 1,
         measure_seconds: float = 0.0,
         factory: Callable | None = None,
+        fatal_loss: bool = False,
     ):
         self.measure_timeout_s = float(measure_timeout_s)
         self.max_retries = int(max_retries)
         self.measure_seconds = float(measure_seconds)
         self.factory = factory if factory is not None else MeasurerFactory()
+        self.fatal_loss = bool(fatal_loss)
         self._jobs: dict[Hashable, tuple] = {}  # job -> (graph, cluster, model bytes or None)
         self._workers: dict[int, object] = {}  # slot -> its worker (thread or actor)
         self._next = 0  # number of the next new slot
@@ -221,6 +233,7 @@ class Engine:
 
         Raises:
           MeasurerBug: the measurer raised a programming error (see BUGS).
+          WorkersLost: with `fatal_loss`, a worker died on every try.
         """
         if not slots:
             raise ValueError(f"job {job_id}: measure without slots")
@@ -249,6 +262,8 @@ class Engine:
                     self.retried += 1
                     other = slots[next(rotation)]
                     live.append(self._send(chunk, other, job_id, placements, attempt + 1))
+                elif self.fatal_loss:
+                    raise WorkersLost(f"{attempt + 1} measurement workers in a row died ({e})") from None
                 else:
                     for i in chunk:
                         out[i] = Measurement.failed(ERROR, f"slot {slot}: worker died: {e}", num_devices)
