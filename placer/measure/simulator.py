@@ -103,7 +103,8 @@ class Simulator:
     """Measures placements of one graph on one cluster by simulation (a Measurer).
 
     Everything that depends only on the graph and cluster is computed here
-    once; `measure_devices` then simulates batches of placements.
+    once; `measure_devices` then simulates batches of placements given as
+    device arrays (`placer.core.measurement.measure_devices` hands them over).
 
     Args:
       graph: the op graph with costs for the cluster's device types.
@@ -111,6 +112,8 @@ class Simulator:
       op_group: optional [n_ops] op-to-group map; batches of per-group
         placements ([K, n_groups]) are then accepted by `measure_devices`.
     """
+
+    takes_device_arrays = True
 
     def __init__(
         self,
