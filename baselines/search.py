@@ -144,7 +144,8 @@ def place_random_search(
       **options: none (others are refused).
 
     Returns:
-      The best placement; metadata records step_time (s) and budget.
+      The best placement; metadata records step_time (s), budget and
+      samples (placements measured).
 
     Raises:
       InputError: no measurer, a non-positive budget, or no candidate ran.
@@ -165,7 +166,7 @@ def place_random_search(
             on_measured(done, best_t)
     if best is None:
         raise InputError(f"random_search: none of {budget} placements of {graph.name} ran")
-    return space.placement(best, "random_search", step_time=best_t, budget=int(budget))
+    return space.placement(best, "random_search", step_time=best_t, budget=int(budget), samples=done)
 
 
 def place_local_search(
@@ -194,7 +195,9 @@ def place_local_search(
       **options: none (others are refused).
 
     Returns:
-      The best placement seen; metadata records step_time (s) and budget.
+      The best placement seen; metadata records step_time (s), budget and
+      samples (placements measured, fewer than budget only when no tie
+      class can move).
 
     Raises:
       InputError: no measurer, a non-positive budget, or the start failed.
@@ -228,4 +231,4 @@ def place_local_search(
         temp *= cool
         if on_measured is not None:
             on_measured(done, best_t)
-    return space.placement(best, "local_search", step_time=best_t, budget=int(budget))
+    return space.placement(best, "local_search", step_time=best_t, budget=int(budget), samples=done)

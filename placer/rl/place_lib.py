@@ -71,7 +71,12 @@ def place(
     if not np.isfinite(times[k]):
         raise InputError(f"{source}: every placement of the policy failed ({results[0].failure})")
     placement = task.problem.placement(
-        actions[k], method="pretrained_gnn", step_time=float(times[k]), cluster=cluster.name, measure="sim"
+        actions[k],
+        method="pretrained_gnn",
+        step_time=float(times[k]),
+        cluster=cluster.name,
+        measure="sim",
+        samples=drawn + 1,  # placements measured: the greedy one and the samples (placer-compare reads it)
     )
     return {
         "placement": placement,
