@@ -54,7 +54,7 @@ def place(
     task = transfer_lib.make_task(graph, cluster, placer_config, measurer, source)
     leader = task.problem.leader
     actions = [graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, 1, (seed, 0), greedy=True)]
-    results = measurer.measure(task.placements(actions[0]))
+    results = task.problem.measure(measurer, actions[0])
     drawn, chunk_seconds = 0, 0.0
     while drawn < samples:
         if max_seconds is not None and time.time() - t0 + chunk_seconds > max_seconds:
@@ -62,7 +62,7 @@ def place(
         t_chunk = time.time()
         n = min(CHUNK, samples - drawn)
         actions.append(graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, n, (seed, len(actions))))
-        results += measurer.measure(task.placements(actions[-1]))
+        results += task.problem.measure(measurer, actions[-1])
         drawn += n
         chunk_seconds = time.time() - t_chunk
     actions = np.concatenate(actions)
