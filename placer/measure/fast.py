@@ -1,16 +1,20 @@
 """The simulator's compiled path: many placements of one unit graph, one compiled call (no TensorFlow).
 
-`Simulator` measures batches of placements through `Prepared.run` whenever
-it need not record a trace. Everything that does not depend on the
+`Simulator` measures batches of placements through `run` whenever it need
+not record a trace. Everything that does not depend on the
 placement is gathered once per unit graph (`prepare`): the successor lists,
 the producer-to-consumer transfer tables, the seconds of every unit on every
 device and the link latencies and bandwidths. `run` then computes, inside
 one numba call per batch, what `Simulator`'s traced path computes with numpy
 for each placement: durations, the bytes and tensors each unit sends to each
 device, the schedule (`placer.measure.schedule.schedule_one`), the memory
-peaks (`placer.measure.memory.peaks_one`), busy time, bytes moved and the
+peaks (`placer.measure.memory.peaks_in_order`), busy time, bytes moved and the
 first colocation set split across devices. The model is the one in
-`placer.measure.simulator`'s docstring; the results are the same numbers.
+`placer.measure.simulator`'s docstring; the results are the same numbers
+(tests/measure/test_fast_path.py compares them bit for bit). The seconds per
+unit and device and the link latencies are read from `prepare`'s arrays
+only, so a cost added to every op or transfer (set up once by the
+simulator) reaches this path unchanged.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 The model is in `placer.measure.simulator`'s docstring: persistent bytes of
 the ops on a device, plus activations alive between their allocation and
 their last reader; frees at a time come before allocations at that time.
-The sweep over allocation and free events is compiled with numba.
+Two compiled sweeps give the same peaks: `peaks_one` sorts every allocation
+and free event (the traced path), `peaks_in_order` places the frees among
+the allocations without a full sort (the compiled path, about linear time).
 """
 
 from __future__ import annotations
