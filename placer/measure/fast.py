@@ -15,6 +15,10 @@ first colocation set split across devices. The model is the one in
 unit and device and the link latencies are read from `prepare`'s arrays
 only, so a cost added to every op or transfer (set up once by the
 simulator) reaches this path unchanged.
+
+numba's on-disk cache of `_run` is keyed on this file alone: after an edit of
+`schedule.py` or `memory.py`, delete `placer/measure/__pycache__/*.nb[ic]`
+(or touch this file) so that the compiled path picks the edit up.
 """
 
 from __future__ import annotations

@@ -123,13 +123,47 @@ def _pop(keys, ids, n):
 
 
 @numba.njit(cache=True)
+def _push_id(ids, n, u):
+    """Pushes unit u on the heap of unit indices ids[:n]; returns the new size."""
+    i = n
+    while i > 0:
+        p = (i - 1) >> 1
+        if ids[p] <= u:
+            break
+        ids[i] = ids[p]
+        i = p
+    ids[i] = u
+    return n + 1
+
+
+@numba.njit(cache=True)
+def _pop_id(ids, n):
+    """Removes the smallest unit index from the heap ids[:n]; returns the new size."""
+    n -= 1
+    u = ids[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and ids[c + 1] < ids[c]:
+            c += 1
+        if ids[c] >= u:
+            break
+        ids[i] = ids[c]
+        i = c
+    if n > 0:
+        ids[i] = u
+    return n
+
+
+@numba.njit(cache=True)
 def scratch(num_units, num_devices):
     """Work arrays of `schedule_one` for graphs of up to `num_units` units on `num_devices` devices."""
     u, dn = max(num_units, 1), num_devices
     return (
         np.empty((dn, u)),
         np.empty((dn, u), np.int64),
-        np.empty((dn, u)),
         np.empty((dn, u), np.int64),
         np.zeros(dn, np.int64),
         np.zeros(dn, np.int64),
@@ -168,8 +202,8 @@ def schedule_one(ptr, succ, sdata, indeg0, dv, dur, need, xt, start, finish, tx_
     """
     u_n = dv.shape[0]
     dn = need.shape[1]
-    # Per device: "pending" heap (input arrival, unit) and "available" heap (unit, unit).
-    pk, pu, ak, au, pn, an, free, link, arr, indeg, ready, seq = work
+    # Per device: "pending" heap (input arrival, unit) and "available" heap (unit).
+    pk, pu, au, pn, an, free, link, arr, indeg, ready, seq = work
     pn[:] = 0
     an[:] = 0
     free[:] = 0.0
@@ -179,7 +213,7 @@ def schedule_one(ptr, succ, sdata, indeg0, dv, dur, need, xt, start, finish, tx_
     for u in range(u_n):
         if indeg[u] == 0:
             d = dv[u]
-            an[d] = _push(ak[d], au[d], an[d], float(u), u)
+            an[d] = _push_id(au[d], an[d], u)
     for i in range(u_n):
         bd, bt, bu = -1, np.inf, u_n
         for d in range(dn):
@@ -187,7 +221,7 @@ def schedule_one(ptr, succ, sdata, indeg0, dv, dur, need, xt, start, finish, tx_
             while pn[d] > 0 and pk[d, 0] <= fd:
                 u = pu[d, 0]
                 pn[d] = _pop(pk[d], pu[d], pn[d])
-                an[d] = _push(ak[d], au[d], an[d], float(u), u)
+                an[d] = _push_id(au[d], an[d], u)
             if an[d] > 0:
                 t, u = fd, au[d, 0]
             elif pn[d] > 0:
@@ -197,7 +231,7 @@ def schedule_one(ptr, succ, sdata, indeg0, dv, dur, need, xt, start, finish, tx_
             if _less(t, u, bt, bu):
                 bd, bt, bu = d, t, u
         if an[bd] > 0:
-            an[bd] = _pop(ak[bd], au[bd], an[bd])
+            an[bd] = _pop_id(au[bd], an[bd])
         else:
             pn[bd] = _pop(pk[bd], pu[bd], pn[bd])
         u = bu
@@ -222,6 +256,6 @@ def schedule_one(ptr, succ, sdata, indeg0, dv, dur, need, xt, start, finish, tx_
             indeg[h] -= 1
             if indeg[h] == 0:
                 if ready[h] <= free[dh]:  # free times only grow: it is available already
-                    an[dh] = _push(ak[dh], au[dh], an[dh], float(h), h)
+                    an[dh] = _push_id(au[dh], an[dh], h)
                 else:
                     pn[dh] = _push(pk[dh], pu[dh], pn[dh], ready[h], h)
