@@ -185,11 +185,8 @@ class Simulator:
     def run(
         self, batch: np.ndarray, *, op_group: Sequence[int] | None = None, trace: bool = False, compiled: bool = True
     ) -> list[SimResult]:
-        """Simulates K placements; see `measure_devices`. Returns SimResults.
-
-        Without a trace, one compiled call simulates the batch (`placer.measure.fast`);
-        `compiled=False` takes the numpy path that traces use (the same results, slower).
-        """
+        """Simulates K placements (see `measure_devices`), returning SimResults: in one compiled call
+        (placer.measure.fast) unless traced or `compiled=False`, the numpy path (same results, slower)."""
         batch = np.asarray(batch, dtype=np.int64)
         if batch.ndim != 2:
             raise InputError(f"placement batch must be 2-D [K, n], got shape {batch.shape}")
@@ -313,33 +310,31 @@ class Simulator:
         return res
 
     def _fast_chunk(self, units: Units, dev: np.ndarray) -> list[SimResult]:
-        o = fast.run(self._prepared(units), dev)
-        _, _, _, cop = next(v for v in self._units.values() if v[0] is units)
-        res = []
-        for i, (step, moved, coloc) in enumerate(
-            zip(o.finish.tolist(), o.moved.tolist(), o.coloc.tolist(), strict=True)
-        ):
+        prepared = self._prepared(units)
+        o = fast.run(prepared, dev)
+        cop = next(v for v in self._units.values() if v[0] is units)[3]
+        res, steps, moved, colocs = [], o.finish.tolist(), o.moved.tolist(), o.coloc.tolist()
+        for i, coloc in enumerate(colocs):
             fail, msg = None, ""
             if o.unsupported[i]:
-                bad = np.isnan(self._prepared(units).seconds[np.arange(units.num_units), dev[i]])
+                bad = np.isnan(prepared.seconds[np.arange(units.num_units), dev[i]])
                 fail, msg = UNSUPPORTED, self._unsupported_message(units, dev[i][units.op_unit], bad)
             elif coloc >= 0:
-                fail = ERROR
-                msg = f"colocation: ops with key {self.graph.colocation[cop[coloc]]!r} are placed on different devices"
+                fail, msg = ERROR, self._colocation_message(cop[coloc])
             else:
                 fail, msg = self._oom(o.peak[i])
-            res.append(SimResult(float("inf") if fail else step, o.busy[i], o.peak[i], moved, fail, msg))
+            res.append(SimResult(float("inf") if fail else steps[i], o.busy[i], o.peak[i], moved[i], fail, msg))
         return res
 
     def _oom(self, peak: np.ndarray) -> tuple[str | None, str]:
         over = np.flatnonzero(peak > self.memory)
         if not len(over):
             return None, ""
-        d = int(over[0])
-        return (
-            OOM,
-            f"out of memory on {self.cluster.devices[d].name}: peak {peak[d]:.0f} bytes, has {self.memory[d]:.0f}",
-        )
+        d, name = int(over[0]), self.cluster.devices[int(over[0])].name
+        return OOM, f"out of memory on {name}: peak {peak[d]:.0f} bytes, has {self.memory[d]:.0f}"
+
+    def _colocation_message(self, op: int) -> str:
+        return f"colocation: ops with key {self.graph.colocation[op]!r} are placed on different devices"
 
     def _colocation_errors(self, units: Units, dev: np.ndarray) -> list[str]:
         out = [""] * len(dev)
@@ -351,7 +346,7 @@ class Simulator:
         hi = np.maximum.reduceat(d, cs, axis=1)
         for i, j in zip(*np.nonzero(lo != hi), strict=True):
             if not out[i]:
-                out[i] = f"colocation: ops with key {self.graph.colocation[cop[j]]!r} are placed on different devices"
+                out[i] = self._colocation_message(cop[j])
         return out
 
     def _unsupported_message(self, units, ops_row, bad_units) -> str:
