@@ -18,7 +18,9 @@ bench/rl.py: the simulator the learner uses).
   geometrically from `t_start` to `t_end` times single_gpu's step time over
   the budget.
 
-Neither imports TensorFlow or the learner; the measurer is passed in.
+Neither imports TensorFlow or the learner; the measurer is passed in. The
+candidates reach it as device arrays (placer.core.measurement.measure_devices);
+only the best becomes a Placement.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ import numpy as np
 
 from baselines import common, single
 from placer.core import grouping as grouping_lib
+from placer.core import measurement
 from placer.core.cluster import Cluster
+from placer.core.colocation import colocation_sets
 from placer.core.errors import InputError
 from placer.core.measurement import Measurer
 from placer.core.op_graph import OpGraph
@@ -47,11 +51,33 @@ class _Space:
         np.logical_or.at(bad, cls, ~common.supported(graph, cluster))
         bad[bad.all(axis=1)] = False  # nowhere runs it: let the measurer report the failure
         self.allowed = ~bad  # [L, D]
+        self._ok = common.supported(graph, cluster)  # [n, D]
+        sets = colocation_sets(graph)
+        self._coloc = np.concatenate(sets) if sets else np.zeros(0, np.int64)
+        self._coloc_first = np.concatenate([np.full(len(m), m[0]) for m in sets]) if sets else self._coloc
+
+    def devices(self, leader_devices: np.ndarray) -> np.ndarray:
+        """[K, n_ops] legal op devices (`common.legalize`) of [K, L] devices per tie class."""
+        dev = self.groups.expand(leader_devices)[..., self.groups.op_group].astype(np.int64)
+        # Rows already legal (every op has its kernel, every colocation set on one device) are
+        # what legalize returns unchanged; only the others go through it.
+        legal = self._ok[np.arange(dev.shape[1]), dev].all(axis=1)
+        legal &= (dev[:, self._coloc] == dev[:, self._coloc_first]).all(axis=1)
+        for i in np.flatnonzero(~legal):
+            dev[i] = common.legalize(self.graph, self.cluster, dev[i])
+        return dev
 
     def placement(self, leader_devices: np.ndarray, method: str, **metadata) -> Placement:
         """The op-level placement of a device per tie class."""
-        dev = self.groups.expand(leader_devices)[self.groups.op_group]
+        (dev,) = self.devices(np.asarray(leader_devices)[None])
         return common.finish(self.graph, self.cluster, dev, method, **metadata)
+
+    def times(self, measurer: Measurer, leader_devices: np.ndarray) -> np.ndarray:
+        """[K] measured step times (s; inf when failed) of [K, L] devices per tie class."""
+        ms = measurement.measure_devices(
+            measurer, self.graph, self.cluster.device_names, self.devices(np.asarray(leader_devices))
+        )
+        return np.array([m.step_time if m.ok else np.inf for m in ms], dtype=np.float64)
 
     def random(self, rng: np.random.Generator, k: int) -> np.ndarray:
         """[k, L] uniformly drawn allowed devices."""
@@ -75,19 +101,15 @@ def _check(method: str, measurer, budget: int) -> None:
         raise InputError(f"{method}: budget must be a positive number of placements, got {budget}")
 
 
-def _times(measurer: Measurer, placements: list[Placement]) -> np.ndarray:
-    return np.array([m.step_time if m.ok else np.inf for m in measurer.measure(placements)], dtype=np.float64)
-
-
 def _start(space: _Space, measurer: Measurer, rng: np.random.Generator, budget: int, batch: int):
     """(start, its step time, placements measured): single_gpu, or when that fails
     (e.g. out of memory) the fastest random placement that runs."""
     cur = space.from_ops(single.place_single_gpu(space.graph, space.cluster).devices)
-    (cur_t,) = _times(measurer, [space.placement(cur, "local_search")])
+    (cur_t,) = space.times(measurer, cur[None])
     done = 1
     while not np.isfinite(cur_t) and done < budget:
         cand = space.random(rng, min(batch, budget - done))
-        t = _times(measurer, [space.placement(c, "local_search") for c in cand])
+        t = space.times(measurer, cand)
         done += len(cand)
         cur, cur_t = cand[int(t.argmin())], float(t.min())
     return cur, float(cur_t), done
@@ -122,7 +144,8 @@ def place_random_search(
       **options: none (others are refused).
 
     Returns:
-      The best placement; metadata records step_time (s) and budget.
+      The best placement; metadata records step_time (s), budget and
+      samples (placements measured).
 
     Raises:
       InputError: no measurer, a non-positive budget, or no candidate ran.
@@ -135,7 +158,7 @@ def place_random_search(
     done = 0
     while done < budget:
         cand = space.random(rng, min(batch, budget - done))
-        t = _times(measurer, [space.placement(c, "random_search") for c in cand])
+        t = space.times(measurer, cand)
         done += len(cand)
         if t.min() < best_t:
             best_t, best = float(t.min()), cand[int(t.argmin())]
@@ -143,7 +166,7 @@ def place_random_search(
             on_measured(done, best_t)
     if best is None:
         raise InputError(f"random_search: none of {budget} placements of {graph.name} ran")
-    return space.placement(best, "random_search", step_time=best_t, budget=int(budget))
+    return space.placement(best, "random_search", step_time=best_t, budget=int(budget), samples=done)
 
 
 def place_local_search(
@@ -172,7 +195,9 @@ def place_local_search(
       **options: none (others are refused).
 
     Returns:
-      The best placement seen; metadata records step_time (s) and budget.
+      The best placement seen; metadata records step_time (s), budget and
+      samples (placements measured, fewer than budget only when no tie
+      class can move).
 
     Raises:
       InputError: no measurer, a non-positive budget, or the start failed.
@@ -196,7 +221,7 @@ def place_local_search(
         for i, g in enumerate(which):
             choices = np.flatnonzero(space.allowed[g] & (np.arange(cluster.num_devices) != cur[g]))
             cand[i, g] = rng.choice(choices)
-        t = _times(measurer, [space.placement(c, "local_search") for c in cand])
+        t = space.times(measurer, cand)
         done += k
         j = int(t.argmin())
         if t[j] < cur_t or rng.random() < np.exp(-(t[j] - cur_t) / temp):
@@ -206,4 +231,4 @@ def place_local_search(
         temp *= cool
         if on_measured is not None:
             on_measured(done, best_t)
-    return space.placement(best, "local_search", step_time=best_t, budget=int(budget))
+    return space.placement(best, "local_search", step_time=best_t, budget=int(budget), samples=done)

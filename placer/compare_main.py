@@ -105,7 +105,8 @@ def main(argv: list[str]) -> None:
         f"measure: {_MEASURE.value}"
     )
     if any(m in compare_lib.SEARCHES for m in methods):
-        print(f"same-budget searches: {budget} measured placements each")
+        why = compare_lib.budget_reason(_SEARCH_BUDGET.value, given, paths)
+        print(f"same-budget searches: {budget} measured placements each ({why})")
     print(compare_lib.terminal_text(rows, cluster.device_names, reference), end="")
     if _OUT.value:
         with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value, owned=OUTPUTS, inputs=inputs) as folder:

@@ -116,6 +116,34 @@ def search_budget(flag: int, given: Sequence[Placement]) -> int:
     return max((int(p.metadata.get("samples") or 0) for p in given), default=0) or DEFAULT_SEARCH_BUDGET
 
 
+def budget_reason(flag: int, given: Sequence[Placement], paths: Sequence[str]) -> str:
+    """Why the same-budget searches measure `search_budget(flag, given)` placements, in words.
+
+    Args:
+      flag: --search_budget.
+      given: the placements compared, loaded from `paths` (same order).
+      paths: their files.
+
+    Returns:
+      A clause for placer-compare to print: the flag (and which given method measured more),
+      the file whose recorded count was used, or why the default was.
+    """
+    recorded = [(path, int(p.metadata.get("samples") or 0)) for path, p in zip(paths, given, strict=True)]
+    recorded = [(path, n) for path, n in recorded if n > 0]
+    if flag > 0:
+        more = [f"{path} measured {n}" for path, n in recorded if n > flag]
+        return "set by --search_budget" + (f"; fewer than {', '.join(more)}" if more else "")
+    if recorded:
+        path, _ = max(recorded, key=lambda x: x[1])
+        return f"as many as {path} measured (its metadata 'samples')"
+    if given:
+        return (
+            f"the default: {', '.join(paths)} record no count of measured placements (metadata 'samples'); "
+            "--search_budget sets the budget"
+        )
+    return "the default; --search_budget sets another"
+
+
 def _place_baselines(
     graph: OpGraph,
     cluster: Cluster,

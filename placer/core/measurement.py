@@ -8,6 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
+from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
 
 # Failure kinds, as the paper distinguishes them.
@@ -70,3 +71,37 @@ class Measurer(Protocol):
         """Returns one Measurement per placement, in order; never raises for a
         placement that merely cannot run (that is a failed Measurement)."""
         ...
+
+
+def measure_devices(
+    measurer: Measurer,
+    graph: OpGraph,
+    device_names: Sequence[str],
+    batch: np.ndarray,
+    *,
+    op_group: np.ndarray | None = None,
+) -> list[Measurement]:
+    """Measures K placements given as device indices, building no Placement when it need not.
+
+    A measurer whose class sets `takes_device_arrays = True` (the simulator)
+    gets the arrays themselves, through its `measure_devices(batch, op_group)`;
+    any other gets one Placement per row through `measure`. Both give the
+    same measurements.
+
+    Args:
+      measurer: the backend.
+      graph: the graph placed.
+      device_names: the cluster's device names, in index order.
+      batch: [K, n_ops] device index per op, or [K, G] device per group when
+        `op_group` is given (each group then placed whole).
+      op_group: [n_ops] group of each op, for per-group rows.
+
+    Returns:
+      One Measurement per row, in order.
+    """
+    batch = np.asarray(batch)
+    if getattr(measurer, "takes_device_arrays", False):
+        return measurer.measure_devices(batch, op_group)  # type: ignore[attr-defined]
+    if op_group is None:
+        return measurer.measure([Placement.from_ops(graph, row, device_names) for row in batch])
+    return measurer.measure([Placement.from_groups(graph, op_group, row, device_names) for row in batch])

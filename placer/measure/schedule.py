@@ -123,74 +123,139 @@ def _pop(keys, ids, n):
 
 
 @numba.njit(cache=True)
+def _push_id(ids, n, u):
+    """Pushes unit u on the heap of unit indices ids[:n]; returns the new size."""
+    i = n
+    while i > 0:
+        p = (i - 1) >> 1
+        if ids[p] <= u:
+            break
+        ids[i] = ids[p]
+        i = p
+    ids[i] = u
+    return n + 1
+
+
+@numba.njit(cache=True)
+def _pop_id(ids, n):
+    """Removes the smallest unit index from the heap ids[:n]; returns the new size."""
+    n -= 1
+    u = ids[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and ids[c + 1] < ids[c]:
+            c += 1
+        if ids[c] >= u:
+            break
+        ids[i] = ids[c]
+        i = c
+    if n > 0:
+        ids[i] = u
+    return n
+
+
+@numba.njit(cache=True)
+def scratch(num_units, num_devices):
+    """Work arrays of `schedule_one` for graphs of up to `num_units` units on `num_devices` devices."""
+    u, dn = max(num_units, 1), num_devices
+    return (
+        np.empty((dn, u)),
+        np.empty((dn, u), np.int64),
+        np.empty((dn, u), np.int64),
+        np.zeros(dn, np.int64),
+        np.zeros(dn, np.int64),
+        np.zeros(dn),
+        np.zeros((dn, dn)),
+        np.zeros(dn),
+        np.zeros(u, np.int64),
+        np.zeros(u),
+        np.zeros(u, np.int64),
+    )
+
+
+@numba.njit(cache=True)
 def _schedule_all(ptr, succ, sdata, indeg0, dev, dur, need, xt, start, finish, tx_start, tx_end):
     k_n, u_n = dev.shape
-    dn = need.shape[2]
-    # Per device: "pending" heap (input arrival, unit) and "available" heap (unit, unit).
-    pk = np.empty((dn, max(u_n, 1)))
-    pu = np.empty((dn, max(u_n, 1)), np.int64)
-    ak = np.empty((dn, max(u_n, 1)))
-    au = np.empty((dn, max(u_n, 1)), np.int64)
-    pn = np.zeros(dn, np.int64)
-    an = np.zeros(dn, np.int64)
-    free = np.zeros(dn)
-    link = np.zeros((dn, dn))
-    arr = np.zeros(dn)
-    indeg = np.zeros(u_n, np.int64)
-    ready = np.zeros(u_n)
+    work = scratch(u_n, need.shape[2])
     for k in range(k_n):
-        dv = dev[k]
-        pn[:] = 0
-        an[:] = 0
-        free[:] = 0.0
-        link[:, :] = 0.0
-        indeg[:] = indeg0
-        ready[:] = 0.0
-        for u in range(u_n):
-            if indeg[u] == 0:
-                d = dv[u]
-                an[d] = _push(ak[d], au[d], an[d], float(u), u)
-        for _ in range(u_n):
-            bd, bt, bu = -1, np.inf, u_n
-            for d in range(dn):
-                fd = free[d]
-                while pn[d] > 0 and pk[d, 0] <= fd:
-                    u = pu[d, 0]
-                    pn[d] = _pop(pk[d], pu[d], pn[d])
-                    an[d] = _push(ak[d], au[d], an[d], float(u), u)
-                if an[d] > 0:
-                    t, u = fd, au[d, 0]
-                elif pn[d] > 0:
-                    t, u = pk[d, 0], pu[d, 0]
-                else:
-                    continue
-                if _less(t, u, bt, bu):
-                    bd, bt, bu = d, t, u
-            if an[bd] > 0:
-                an[bd] = _pop(ak[bd], au[bd], an[bd])
+        schedule_one(
+            ptr, succ, sdata, indeg0, dev[k], dur[k], need[k], xt[k], start[k], finish[k], tx_start[k], tx_end[k], work
+        )
+
+
+@numba.njit(cache=True)
+def schedule_one(ptr, succ, sdata, indeg0, dv, dur, need, xt, start, finish, tx_start, tx_end, work):
+    """List-schedules one placement (the rule in the module docstring), compiled.
+
+    Args:
+      ptr, succ, sdata, indeg0: the unit graph (`Units` succ_ptr, succ_unit, succ_data, indeg).
+      dv: [U] device per unit.
+      dur: [U] seconds per unit on its device.
+      need, xt: [U, D] whether a unit's outputs go to a device, and the transfer's seconds.
+      start, finish: [U] written: seconds.
+      tx_start, tx_end: [U, D] written where `need` (left as they were elsewhere).
+      work: `scratch(U, D)`; on return its last array holds the units in the
+        order they were scheduled (their start times never decrease).
+    """
+    u_n = dv.shape[0]
+    dn = need.shape[1]
+    # Per device: "pending" heap (input arrival, unit) and "available" heap (unit).
+    pk, pu, au, pn, an, free, link, arr, indeg, ready, seq = work
+    pn[:] = 0
+    an[:] = 0
+    free[:] = 0.0
+    link[:, :] = 0.0
+    indeg[:u_n] = indeg0
+    ready[:u_n] = 0.0
+    for u in range(u_n):
+        if indeg[u] == 0:
+            d = dv[u]
+            an[d] = _push_id(au[d], an[d], u)
+    for i in range(u_n):
+        bd, bt, bu = -1, np.inf, u_n
+        for d in range(dn):
+            fd = free[d]
+            while pn[d] > 0 and pk[d, 0] <= fd:
+                u = pu[d, 0]
+                pn[d] = _pop(pk[d], pu[d], pn[d])
+                an[d] = _push_id(au[d], an[d], u)
+            if an[d] > 0:
+                t, u = fd, au[d, 0]
+            elif pn[d] > 0:
+                t, u = pk[d, 0], pu[d, 0]
             else:
-                pn[bd] = _pop(pk[bd], pu[bd], pn[bd])
-            u = bu
-            f = bt + dur[k, u]
-            start[k, u] = bt
-            finish[k, u] = f
-            free[bd] = f
-            arr[:] = f
-            for b in range(dn):
-                if need[k, u, b]:
-                    ls = max(link[bd, b], f)
-                    arr[b] = link[bd, b] = ls + xt[k, u, b]
-                    tx_start[k, u, b] = ls
-                    tx_end[k, u, b] = arr[b]
-            for e in range(ptr[u], ptr[u + 1]):
-                h = succ[e]
-                dh = dv[h]
-                a = arr[dh] if sdata[e] else f
-                if a > ready[h]:
-                    ready[h] = a
-                indeg[h] -= 1
-                if indeg[h] == 0:
-                    if ready[h] <= free[dh]:  # free times only grow: it is available already
-                        an[dh] = _push(ak[dh], au[dh], an[dh], float(h), h)
-                    else:
-                        pn[dh] = _push(pk[dh], pu[dh], pn[dh], ready[h], h)
+                continue
+            if _less(t, u, bt, bu):
+                bd, bt, bu = d, t, u
+        if an[bd] > 0:
+            an[bd] = _pop_id(au[bd], an[bd])
+        else:
+            pn[bd] = _pop(pk[bd], pu[bd], pn[bd])
+        u = bu
+        seq[i] = u
+        f = bt + dur[u]
+        start[u] = bt
+        finish[u] = f
+        free[bd] = f
+        arr[:] = f
+        for b in range(dn):
+            if need[u, b]:
+                ls = max(link[bd, b], f)
+                arr[b] = link[bd, b] = ls + xt[u, b]
+                tx_start[u, b] = ls
+                tx_end[u, b] = arr[b]
+        for e in range(ptr[u], ptr[u + 1]):
+            h = succ[e]
+            dh = dv[h]
+            a = arr[dh] if sdata[e] else f
+            if a > ready[h]:
+                ready[h] = a
+            indeg[h] -= 1
+            if indeg[h] == 0:
+                if ready[h] <= free[dh]:  # free times only grow: it is available already
+                    an[dh] = _push_id(au[dh], an[dh], h)
+                else:
+                    pn[dh] = _push(pk[dh], pu[dh], pn[dh], ready[h], h)

@@ -52,6 +52,7 @@ from placer.core.errors import InputError
 from placer.core.measurement import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
+from placer.measure import fast
 from placer.measure import schedule as sched
 from placer.measure.memory import peak_memory, per_device_sum
 from placer.measure.units import Units, contract, transfer_tables
@@ -102,7 +103,8 @@ class Simulator:
     """Measures placements of one graph on one cluster by simulation (a Measurer).
 
     Everything that depends only on the graph and cluster is computed here
-    once; `measure_devices` then simulates batches of placements.
+    once; `measure_devices` then simulates batches of placements given as
+    device arrays (`placer.core.measurement.measure_devices` hands them over).
 
     Args:
       graph: the op graph with costs for the cluster's device types.
@@ -110,6 +112,8 @@ class Simulator:
       op_group: optional [n_ops] op-to-group map; batches of per-group
         placements ([K, n_groups]) are then accepted by `measure_devices`.
     """
+
+    takes_device_arrays = True
 
     def __init__(
         self,
@@ -131,6 +135,7 @@ class Simulator:
         self._coloc_ops = np.concatenate(sets) if sets else np.zeros(0, np.int64)
         self._coloc_start = np.cumsum([0] + [len(m) for m in sets[:-1]]).astype(np.int64)[: len(sets)]
         self._units: dict[bytes | None, tuple[Units, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._fast: dict[int, fast.Prepared] = {}
         self.op_group = None if op_group is None else np.asarray(op_group, dtype=np.int64)
         if self.op_group is not None:
             if self.op_group.shape != (graph.num_ops,):
@@ -177,8 +182,11 @@ class Simulator:
         """Simulates one placement ([n_ops] or [n_groups] device indices)."""
         return self.run(np.asarray(devices)[None], op_group=op_group, trace=trace)[0]
 
-    def run(self, batch: np.ndarray, *, op_group: Sequence[int] | None = None, trace: bool = False) -> list[SimResult]:
-        """Simulates K placements; see `measure_devices`. Returns SimResults."""
+    def run(
+        self, batch: np.ndarray, *, op_group: Sequence[int] | None = None, trace: bool = False, compiled: bool = True
+    ) -> list[SimResult]:
+        """Simulates K placements (see `measure_devices`), returning SimResults: in one compiled call
+        (placer.measure.fast) unless traced or `compiled=False`, the numpy path (same results, slower)."""
         batch = np.asarray(batch, dtype=np.int64)
         if batch.ndim != 2:
             raise InputError(f"placement batch must be 2-D [K, n], got shape {batch.shape}")
@@ -204,11 +212,11 @@ class Simulator:
                 first[grp[::-1]] = np.arange(n)[::-1]
                 gdev = batch[:, first]
                 whole = (gdev[:, grp] == batch).all(1)
-            self._run_units(units, gdev[whole][:, units.unit_group], trace, out, np.flatnonzero(whole))
+            self._run_units(units, gdev[whole][:, units.unit_group], trace, compiled, out, np.flatnonzero(whole))
         if not whole.all():
             rest = np.flatnonzero(~whole)
             ops = batch[rest][:, grp] if per_group else batch[rest]
-            self._run_units(self._units_for(None), ops, trace, out, rest)
+            self._run_units(self._units_for(None), ops, trace, compiled, out, rest)
         return out  # type: ignore[return-value]
 
     # ----- internals ------------------------------------------------------
@@ -242,7 +250,23 @@ class Simulator:
             self._units[key] = (units, np.asarray(cu, np.int64), np.asarray(cs, np.int64), np.asarray(cop, np.int64))
         return self._units[key][0]
 
-    def _run_units(self, units, dev, trace, out, where) -> None:
+    def unit_seconds(self, units: Units) -> np.ndarray:
+        """[U, D] seconds each unit computes on each device (NaN where a kernel is missing)."""
+        tcol = np.maximum(self.type_col, 0)
+        cost = np.where(self.type_col[None, :] >= 0, units.cost[:, tcol], np.nan)
+        return cost / self.speed[None, :]
+
+    def _prepared(self, units: Units) -> fast.Prepared:
+        if id(units) not in self._fast:  # the units stay alive in self._units
+            _, cu, cs, _ = next(v for v in self._units.values() if v[0] is units)
+            self._fast[id(units)] = fast.prepare(units, self.unit_seconds(units), self.latency, self.bandwidth, cu, cs)
+        return self._fast[id(units)]
+
+    def _run_units(self, units, dev, trace, compiled, out, where) -> None:
+        if compiled and not trace:
+            for j, r in enumerate(self._fast_chunk(units, dev)):
+                out[where[j]] = r
+            return
         chunk = int(np.clip(_CHUNK_ELEMS // max(units.num_units * self.num_devices, 1), 16, 1024))
         for lo in range(0, len(dev), chunk):
             res = self._chunk(units, dev[lo : lo + chunk], trace)
@@ -253,10 +277,9 @@ class Simulator:
         k, dn = len(dev), self.num_devices
         if k == 0:
             return []
-        tcol = self.type_col[dev]
-        cost = np.where(tcol >= 0, units.cost[np.arange(units.num_units), np.maximum(tcol, 0)], np.nan)
-        bad = np.isnan(cost)
-        dur = np.where(bad, 0.0, cost) / self.speed[dev]
+        seconds = self.unit_seconds(units)[np.arange(units.num_units), dev]
+        bad = np.isnan(seconds)
+        dur = np.where(bad, 0.0, seconds)
         nbytes, ntens = transfer_tables(units, dev, dn)
         need = ntens > 0
         src = dev[:, :, None]
@@ -279,19 +302,39 @@ class Simulator:
             elif coloc[i]:
                 fail, msg = ERROR, coloc[i]
             elif any_over[i]:
-                over = np.flatnonzero(peak[i] > self.memory)
-                if len(over):
-                    d = int(over[0])
-                    fail = OOM
-                    msg = (
-                        f"out of memory on {self.cluster.devices[d].name}: peak {peak[i, d]:.0f} bytes, "
-                        f"has {self.memory[d]:.0f}"
-                    )
+                fail, msg = self._oom(peak[i])
             if fail is not None:
                 st = float("inf")
             extra = self._trace(units, dev[i], s, i, nbytes[i]) if trace else {}
             res.append(SimResult(st, busy[i], peak[i], moved_l[i], fail, msg, **extra))
         return res
+
+    def _fast_chunk(self, units: Units, dev: np.ndarray) -> list[SimResult]:
+        prepared = self._prepared(units)
+        o = fast.run(prepared, dev)
+        cop = next(v for v in self._units.values() if v[0] is units)[3]
+        res, steps, moved, colocs = [], o.finish.tolist(), o.moved.tolist(), o.coloc.tolist()
+        for i, coloc in enumerate(colocs):
+            fail, msg = None, ""
+            if o.unsupported[i]:
+                bad = np.isnan(prepared.seconds[np.arange(units.num_units), dev[i]])
+                fail, msg = UNSUPPORTED, self._unsupported_message(units, dev[i][units.op_unit], bad)
+            elif coloc >= 0:
+                fail, msg = ERROR, self._colocation_message(cop[coloc])
+            else:
+                fail, msg = self._oom(o.peak[i])
+            res.append(SimResult(float("inf") if fail else steps[i], o.busy[i], o.peak[i], moved[i], fail, msg))
+        return res
+
+    def _oom(self, peak: np.ndarray) -> tuple[str | None, str]:
+        over = np.flatnonzero(peak > self.memory)
+        if not len(over):
+            return None, ""
+        d, name = int(over[0]), self.cluster.devices[int(over[0])].name
+        return OOM, f"out of memory on {name}: peak {peak[d]:.0f} bytes, has {self.memory[d]:.0f}"
+
+    def _colocation_message(self, op: int) -> str:
+        return f"colocation: ops with key {self.graph.colocation[op]!r} are placed on different devices"
 
     def _colocation_errors(self, units: Units, dev: np.ndarray) -> list[str]:
         out = [""] * len(dev)
@@ -303,7 +346,7 @@ class Simulator:
         hi = np.maximum.reduceat(d, cs, axis=1)
         for i, j in zip(*np.nonzero(lo != hi), strict=True):
             if not out[i]:
-                out[i] = f"colocation: ops with key {self.graph.colocation[cop[j]]!r} are placed on different devices"
+                out[i] = self._colocation_message(cop[j])
         return out
 
     def _unsupported_message(self, units, ops_row, bad_units) -> str:

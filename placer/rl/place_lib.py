@@ -56,7 +56,7 @@ def place(
     task = transfer_lib.make_task(graph, cluster, placer_config, measurer, source)
     leader = task.problem.leader
     actions = [graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, 1, (seed, 0), greedy=True)]
-    results = measurer.measure(task.placements(actions[0]))
+    results = task.problem.measure(measurer, actions[0])
     if samples is None and max_seconds is None:
         raise InputError("give a number of samples or a time budget (max_seconds)")
     limit = np.inf if samples is None else samples
@@ -67,7 +67,7 @@ def place(
         t_chunk = time.time()
         n = int(min(CHUNK, limit - drawn))
         actions.append(graph_policy.sample_numpy(policy, task.ctx, task.mask_bias, leader, n, (seed, len(actions))))
-        results += measurer.measure(task.placements(actions[-1]))
+        results += task.problem.measure(measurer, actions[-1])
         drawn += n
         chunk_seconds = time.time() - t_chunk
     actions = np.concatenate(actions)
@@ -76,7 +76,12 @@ def place(
     if not np.isfinite(times[k]):
         raise InputError(f"{source}: every placement of the policy failed ({results[0].failure})")
     placement = task.problem.placement(
-        actions[k], method="pretrained_gnn", step_time=float(times[k]), cluster=cluster.name, measure="sim"
+        actions[k],
+        method="pretrained_gnn",
+        step_time=float(times[k]),
+        cluster=cluster.name,
+        measure="sim",
+        samples=drawn + 1,  # placements measured: the greedy one and the samples (placer-compare reads it)
     )
     return {
         "placement": placement,

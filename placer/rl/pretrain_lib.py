@@ -125,7 +125,7 @@ class Pretrainer:
         k = int(self.pc.samples_per_step)
         leader = task.problem.leader
         actions = graph_policy.sample_numpy(self.policy, task.ctx, task.mask_bias, leader, k, (self.seed, step))
-        results = task.measurer.measure(task.placements(actions))
+        results = task.problem.measure(task.measurer, actions)
         times = np.array([m.step_time if m.ok else self.pc.failing_step_time for m in results])
         r = -np.sqrt(times)
         adv = (r - r.mean()) / (r.std() + 1e-8)

@@ -10,8 +10,9 @@ import dataclasses
 
 import numpy as np
 
-from placer.core import features, grouping
+from placer.core import features, grouping, measurement
 from placer.core.cluster import Cluster
+from placer.core.measurement import Measurement
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
 from placer.rl import rl_math
@@ -70,6 +71,15 @@ class Problem:
             devices = np.asarray(group_devices)[self.op_group]
             return Placement.from_ops(self.graph, devices, self.device_names, **metadata)
         return Placement.from_groups(self.graph, self.op_group, group_devices, self.device_names, **metadata)
+
+    def measure(self, measurer, actions: np.ndarray) -> list[Measurement]:
+        """Measures [K, G] devices per group as `placement` would place them, without
+        building a Placement per row when the measurer takes device arrays
+        (placer.core.measurement.measure_devices)."""
+        actions = np.asarray(actions)
+        if self.op_level:
+            return measurement.measure_devices(measurer, self.graph, self.device_names, actions[:, self.op_group])
+        return measurement.measure_devices(measurer, self.graph, self.device_names, actions, op_group=self.op_group)
 
 
 # Our choice: the warm start's colours may cost up to 4x the target's groups (the tiny NMT

@@ -318,7 +318,7 @@ class Trainer:
             mask_bias=self.mask_bias,
             leader=self.problem.leader,
         )
-        results = self.measurer.measure([self.problem.placement(a) for a in actions])
+        results = self.problem.measure(self.measurer, actions)
         self.samples += len(actions)
         times = np.array([m.step_time for m in results], dtype=np.float64)
         failed = np.array([not m.ok for m in results])
