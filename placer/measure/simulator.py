@@ -2,18 +2,25 @@
 
 Model (all times in seconds, sizes in bytes):
 
-* Compute: an op placed on device d takes `graph.cost_for(d.type)[op] / d.speed`.
-  Each device runs one op (or unit, below) at a time; whenever it is free it
-  starts the ready one of highest priority, the lowest op index in the
-  graph's topological order (or the lowest group number). See
-  `placer.measure.schedule` for the exact rule.
+* Compute: an op placed on device d takes
+  `graph.cost_for(d.type)[op] / d.speed + d.dispatch`: its kernel time,
+  scaled by the device's speed, plus the runtime's fixed cost of running one
+  op there (TF's executor bookkeeping, and on a GPU the kernel launch). The
+  dispatch term is what makes many small ops cost more than one large op of
+  the same total work. Each device runs one op (or unit, below) at a time;
+  whenever it is free it starts the ready one of highest priority, the lowest
+  op index in the graph's topological order (or the lowest group number).
+  See `placer.measure.schedule` for the exact rule. With the cluster's
+  `serial_executor`, one host thread runs the ops of every device (TF with
+  one inter-op thread): all devices share one timeline, and each transfer's
+  time is spent by that thread when its producer finishes.
 * Communication: a data edge between devices a != b costs
-  `latency[a, b] + bytes / bandwidth[a, b]` and occupies the directed link
-  a -> b; transfers on one link run one after another, in the order their
-  producers finish. A tensor goes to a given device once, however many ops
-  there read it (when one producer has several edges to one device, the
-  largest byte count is sent). Control edges order ops only: no bytes, no
-  latency, even across devices.
+  `latency[a, b] + a.transfer_cost + bytes / bandwidth[a, b]` and occupies
+  the directed link a -> b; transfers on one link run one after another, in
+  the order their producers finish. A tensor goes to a given device once,
+  however many ops there read it (when one producer has several edges to one
+  device, the largest byte count is sent). Control edges order ops only: no
+  bytes, no latency, even across devices.
 * Memory per device: the persistent bytes (variables) of the ops placed there,
   plus activations: an op's output is allocated when the op starts and freed
   once its last reader on that device finished and its transfers left; a
@@ -28,15 +35,27 @@ Model (all times in seconds, sizes in bytes):
 
 Groups: given the op-to-group map of a placement that places every group
 whole, the simulator schedules groups instead of ops: a group's ops run back
-to back on its device (in op order), its outputs leave when the whole group
+to back on its device (in op order, each paying its dispatch, so a group of n
+ops pays n dispatches as op by op), its outputs leave when the whole group
 finished (one transfer per destination device, n tensors costing n
 latencies), and its memory is its external outputs (from the group start) plus
 the peak of its internal activations while it runs. Groups on a cycle of the
 group graph (closed by colocation constraints) are split into acyclic units
 first (`placer.measure.units.split_cycles`). This is the unit the paper's
 policy places, and it makes thousands of placements per second possible; a
-placement that splits a group is simulated op by op. Scheduling is
-`placer.measure.schedule` (compiled with numba), memory and the rest numpy.
+placement that splits a group is simulated op by op. Holding outputs until the
+group ends makes the group level report longer steps than the op level on the
+same placement (`Simulator.level` names the level a placement gets).
+Scheduling is `placer.measure.schedule` (compiled with numba), memory and the
+rest numpy.
+
+Sources of the model: list scheduling of a task graph on devices with
+communication delays (the classic model; Graham's list scheduling, with the
+per-edge latency-plus-size-over-bandwidth cost used by the simulators of
+Mirhoseini et al. 2017 and of Baechi, Jeon et al. SoCC 2020); op costs from
+Grappler's analytical model or from profiled kernels (graphs/costs.py); the
+dispatch and transfer costs of each preset are documented, with their
+sources, in docs/measure.md.
 """
 
 from __future__ import annotations
@@ -52,12 +71,12 @@ from placer.core.errors import InputError
 from placer.core.measurement import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
+from placer.measure import executor
 from placer.measure import schedule as sched
 from placer.measure.memory import peak_memory, per_device_sum
 from placer.measure.units import Units, contract, transfer_tables
 
 _CHUNK_ELEMS = 1 << 18  # [K, U, D] elements per simulated chunk (bounds memory, keeps arrays in cache)
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SimResult:
@@ -127,6 +146,8 @@ class Simulator:
         self.memory = cluster.memory()
         self.latency = np.asarray(cluster.latency, dtype=np.float64)
         self.bandwidth = np.asarray(cluster.bandwidth, dtype=np.float64)
+        self.dispatch = cluster.dispatch()
+        self.transfer_cost = cluster.transfer_cost()
         sets = colocation_sets(graph)
         self._coloc_ops = np.concatenate(sets) if sets else np.zeros(0, np.int64)
         self._coloc_start = np.cumsum([0] + [len(m) for m in sets[:-1]]).astype(np.int64)[: len(sets)]
@@ -159,6 +180,17 @@ class Simulator:
             for i, r in zip(idx, res, strict=True):
                 out[i] = r.measurement()
         return out  # type: ignore[return-value]
+
+    def level(self, placement: Placement) -> str:
+        """The level `measure` simulates `placement` at: executor.LEVEL_GROUP or executor.LEVEL_OP."""
+        if placement.groups is None or not self.graph.num_ops:
+            return executor.LEVEL_OP
+        grp = np.asarray(placement.groups, np.int64)
+        dev = np.asarray(placement.devices, np.int64)
+        first = np.full(int(grp.max()) + 1, -1)
+        first[grp[::-1]] = np.arange(len(grp))[::-1]
+        whole = bool((dev[first[grp]] == dev).all()) and self._units_for(grp).acyclic
+        return executor.LEVEL_GROUP if whole else executor.LEVEL_OP
 
     def measure_devices(self, batch: np.ndarray, op_group: Sequence[int] | None = None) -> list[Measurement]:
         """Simulates a batch of placements given as device indices.
@@ -256,13 +288,18 @@ class Simulator:
         tcol = self.type_col[dev]
         cost = np.where(tcol >= 0, units.cost[np.arange(units.num_units), np.maximum(tcol, 0)], np.nan)
         bad = np.isnan(cost)
-        dur = np.where(bad, 0.0, cost) / self.speed[dev]
+        # A unit of n ops pays n dispatches of its device, as its ops would one by one.
+        dur = np.where(bad, 0.0, cost) / self.speed[dev] + executor.op_counts(units)[None, :] * self.dispatch[dev]
         nbytes, ntens = transfer_tables(units, dev, dn)
         need = ntens > 0
         src = dev[:, :, None]
         dst = np.arange(dn)[None, None, :]
-        xt = np.where(need, ntens * self.latency[src, dst] + nbytes / self.bandwidth[src, dst], 0.0)
-        s = sched.schedule(units, dev, dur, need, xt, dn)
+        per_tensor = self.latency[src, dst] + self.transfer_cost[src]
+        xt = np.where(need, ntens * per_tensor + nbytes / self.bandwidth[src, dst], 0.0)
+        if self.cluster.serial_executor:
+            s = executor.serial_schedule(units, dur, need, xt)
+        else:
+            s = sched.schedule(units, dev, dur, need, xt, dn)
         peak = peak_memory(units, dev, s, nbytes, need, dn)
         busy = per_device_sum(dev, dur, dn)
         step = s.finish.max(1) if units.num_units else np.zeros(k)
@@ -319,9 +356,15 @@ class Simulator:
         op_dev = dev_u[units.op_unit]
         col = np.maximum(self.type_col[op_dev], 0)
         speed = self.speed[op_dev]
-        op_start = s.start[i][units.op_unit] + units.offset[np.arange(g.num_ops), col] / speed
+        # Ops before this one in its unit (index order), each with its dispatch.
+        order = np.lexsort((np.arange(g.num_ops), units.op_unit))
+        first = np.searchsorted(units.op_unit[order], units.op_unit[order])
+        rank = np.empty(g.num_ops)
+        rank[order] = np.arange(g.num_ops) - first
+        disp = self.dispatch[op_dev]
+        op_start = s.start[i][units.op_unit] + units.offset[np.arange(g.num_ops), col] / speed + rank * disp
         cost = np.nan_to_num(g.compute_cost[np.arange(g.num_ops), col]) if g.device_types else np.zeros(g.num_ops)
-        op_finish = op_start + cost / speed
+        op_finish = op_start + cost / speed + disp
         last = np.zeros(units.num_units, dtype=np.int64)
         np.maximum.at(last, units.op_unit, np.arange(g.num_ops))
         transfers = tuple(
