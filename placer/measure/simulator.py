@@ -78,6 +78,7 @@ from placer.measure.units import Units, contract, transfer_tables
 
 _CHUNK_ELEMS = 1 << 18  # [K, U, D] elements per simulated chunk (bounds memory, keeps arrays in cache)
 
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class SimResult:
     """The simulated outcome of one placement.
