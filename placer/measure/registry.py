@@ -59,3 +59,14 @@ def make_measurer(kind: str, graph: OpGraph, cluster: Cluster, *, model=None, me
     if kind not in KINDS:
         raise InputError(f"unknown measure kind {kind!r} (valid: {', '.join(KINDS)})")
     return KINDS[kind](graph, cluster, model, metagraph, **options)
+
+
+def level_of(measurer: Measurer, placement) -> str:
+    """The model level a step time of `placement` comes from: "group" or "op".
+
+    The simulator names its own (placer.measure.simulator.Simulator.level:
+    group level for a placement that places its groups whole); Grappler and
+    sessions run every op on its own, "op".
+    """
+    level = getattr(measurer, "level", None)
+    return level(placement) if callable(level) else "op"

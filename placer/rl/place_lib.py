@@ -70,8 +70,9 @@ def place(
     k = int(np.argmin(times))
     if not np.isfinite(times[k]):
         raise InputError(f"{source}: every placement of the policy failed ({results[0].failure})")
+    level = measurer.level(task.problem.placement(actions[k]))
     placement = task.problem.placement(
-        actions[k], method="pretrained_gnn", step_time=float(times[k]), cluster=cluster.name, measure="sim"
+        actions[k], method="pretrained_gnn", step_time=float(times[k]), cluster=cluster.name, measure="sim", level=level
     )
     return {
         "placement": placement,
