@@ -19,10 +19,10 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 CLUSTER_DIR = os.path.join(_ROOT, "configs", "clusters")
 MAX_OVERHEAD = 1.0  # seconds: a per-op dispatch or per-tensor transfer cost above this is a unit mistake
 # This machine's CPU under TF, measured by bench/dispatch.py (chains of scalar ops in sessions with one
-# inter-op thread; BENCHMARKS.md "Executor dispatch", commit d7a8e3f): seconds each op adds to a step,
-# and seconds each tensor sent between two logical CPU devices of one session adds.
-LOCAL_CPU_DISPATCH = 5.45e-7
-LOCAL_CPU_TRANSFER_COST = 1.64e-5
+# inter-op thread, CPU time; BENCHMARKS.md "Executor dispatch", bench of a6d77ab): seconds each op adds
+# to a step, and seconds each tensor sent between two logical CPU devices of one session adds.
+LOCAL_CPU_DISPATCH = 7.81e-7
+LOCAL_CPU_TRANSFER_COST = 5.70e-6
 # A GPU op's kernel launch plus TF's per-op work (docs/measure.md gives the source).
 GPU_DISPATCH = 5e-6
 

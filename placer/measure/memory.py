@@ -4,6 +4,14 @@ The model is in `placer.measure.simulator`'s docstring: persistent bytes of
 the ops on a device, plus activations alive between their allocation and
 their last reader; frees at a time come before allocations at that time.
 The sweep over allocation and free events is compiled with numba.
+
+Sources of the model: the liveness rule follows TF's runtime, where a
+kernel allocates its outputs when it runs and a buffer is released when the
+last reference to it, held by its consumers, goes; variables live for the
+whole step on the device they are placed on. Mirhoseini et al. (2017) count
+a placement whose devices run out of memory as failed (Table 1's OOM
+entries), as this model's peak check does. bench/memory.py compares the
+peak with TF's own allocator on this CPU (BENCHMARKS.md, "Memory fidelity").
 """
 
 from __future__ import annotations

@@ -183,10 +183,15 @@ class Simulator:
         return out  # type: ignore[return-value]
 
     def level(self, placement: Placement) -> str:
-        """The level `measure` simulates `placement` at: executor.LEVEL_GROUP or executor.LEVEL_OP."""
-        if placement.groups is None or not self.graph.num_ops:
+        """The level `measure` simulates `placement` at: executor.LEVEL_GROUP or executor.LEVEL_OP.
+
+        Group level when the placement's groups (or, without them, the constructor's `op_group`)
+        are each placed whole on one device and form an acyclic unit graph.
+        """
+        groups = self.op_group if placement.groups is None else placement.groups
+        if groups is None or not self.graph.num_ops:
             return executor.LEVEL_OP
-        grp = np.asarray(placement.groups, np.int64)
+        grp = np.asarray(groups, np.int64)
         dev = np.asarray(placement.devices, np.int64)
         first = np.full(int(grp.max()) + 1, -1)
         first[grp[::-1]] = np.arange(len(grp))[::-1]

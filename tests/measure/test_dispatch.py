@@ -72,7 +72,7 @@ def test_a_group_of_n_ops_pays_n_dispatches_as_op_by_op():
     names = sim.cluster.device_names
     grouped = Placement.from_groups(g, groups, np.array([0, 0]), names)
     assert sim.level(grouped) == executor.LEVEL_GROUP
-    assert sim.level(Placement.from_ops(g, np.zeros(4, np.int64), names)) == executor.LEVEL_OP
+    assert Simulator(g, gpus()).level(Placement.from_ops(g, np.zeros(4, np.int64), names)) == executor.LEVEL_OP
     # 4 ops x (1 + 0.25) = 5 s at both levels: the group of 3 takes 3 x 1.25 = 3.75 s.
     group_level = sim.measure([grouped])[0].step_time
     op_level = simulate(g, gpus(dispatch=0.25), np.zeros(4, np.int64)).step_time
@@ -144,3 +144,15 @@ def test_bad_values_name_the_file_and_field(tmp_path, field, value):
     msg = str(e.value)
     assert "\n" not in msg
     assert msg.startswith(f"{path}: devices[0].{field}: must be a finite number")
+
+
+def test_level_follows_the_constructors_groups_for_a_placement_without_its_own():
+    g = chains(1, 4)
+    groups = np.array([0, 0, 1, 1])
+    sim = Simulator(g, gpus(), op_group=groups)
+    names = sim.cluster.device_names
+    # Devices constant per group: measure() simulates it at the constructor's group level.
+    assert sim.level(Placement.from_ops(g, np.array([0, 0, 1, 1]), names)) == executor.LEVEL_GROUP
+    # A group split over two devices: op level.
+    assert sim.level(Placement.from_ops(g, np.array([0, 1, 1, 1]), names)) == executor.LEVEL_OP
+    assert Simulator(g, gpus()).level(Placement.from_ops(g, np.zeros(4, np.int64), names)) == executor.LEVEL_OP
