@@ -156,3 +156,11 @@ def test_level_follows_the_constructors_groups_for_a_placement_without_its_own()
     # A group split over two devices: op level.
     assert sim.level(Placement.from_ops(g, np.array([0, 1, 1, 1]), names)) == executor.LEVEL_OP
     assert Simulator(g, gpus()).level(Placement.from_ops(g, np.zeros(4, np.int64), names)) == executor.LEVEL_OP
+
+
+def test_serial_executor_must_be_a_boolean(tmp_path):
+    path = tmp_path / "c.json"
+    device = {"name": "/device:CPU:0", "type": "CPU", "memory_bytes": 1000}
+    path.write_text(json.dumps({"name": "c", "devices": [device], "serial_executor": "yes"}))
+    with pytest.raises(InputError, match=r"c\.json: serial_executor: must be true or false"):
+        cl.load(str(path))
