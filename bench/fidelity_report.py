@@ -74,8 +74,8 @@ def single_device_body(rows: list[dict], settings: dict) -> list[str]:
     """Markdown of the single-device comparison; `settings` holds the step counts of bench/fidelity.py's flags."""
     return [
         "Single-device step time: per-op costs profiled on this machine's CPU (`graphs.costs.profiled_costs`, "
-        "warm-up steps dropped, median per op of the traced steps), every op on `/device:CPU:0`, simulated "
-        "(`placer.measure.simulator`) against the same placement run in a session (`SessionMeasurer`, Grappler "
+        "warm-up steps dropped, median per op of the traced steps), every op on `/device:CPU:0`, simulated at op level "
+        "(`placer.measure.simulator`, with the `local` cluster's CPU dispatch) against the same placement run in a session (`SessionMeasurer`, Grappler "
         f"rewrites off as in profiling, median of the timed steps); large models {settings['profile_steps']} profiled "
         f"and {settings['session_steps']} timed step(s) after {settings['warmup']} warm-up step(s); tiny variants "
         f"{settings['tiny_steps']} of each after 2, in {settings['tiny_rounds']} rounds of profiling then measuring, the "
