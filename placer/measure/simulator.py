@@ -49,13 +49,10 @@ same placement (`Simulator.level` names the level a placement gets).
 Scheduling is `placer.measure.schedule` (compiled with numba), memory and the
 rest numpy.
 
-Sources of the model: list scheduling of a task graph on devices with
-communication delays (the classic model; Graham's list scheduling, with the
-per-edge latency-plus-size-over-bandwidth cost used by the simulators of
-Mirhoseini et al. 2017 and of Baechi, Jeon et al. SoCC 2020); op costs from
-Grappler's analytical model or from profiled kernels (graphs/costs.py); the
-dispatch and transfer costs of each preset are documented, with their
-sources, in docs/measure.md.
+Sources: Graham's list scheduling of a task graph, with the per-edge
+latency-plus-bytes-over-bandwidth cost of the simulators of Mirhoseini et al.
+2017 and Baechi (Jeon et al., SoCC 2020); op costs from Grappler or profiled
+kernels (graphs/costs.py); dispatch and transfer costs in docs/measure.md.
 """
 
 from __future__ import annotations
