@@ -180,11 +180,8 @@ class Simulator:
         return out  # type: ignore[return-value]
 
     def level(self, placement: Placement) -> str:
-        """The level `measure` simulates `placement` at: executor.LEVEL_GROUP or executor.LEVEL_OP.
-
-        Group level when the placement's groups (or, without them, the constructor's `op_group`)
-        are each placed whole on one device and form an acyclic unit graph.
-        """
+        """executor.LEVEL_GROUP when `measure` simulates `placement` by groups (its own, else the
+        constructor's `op_group`, each placed whole, acyclic), else executor.LEVEL_OP."""
         groups = self.op_group if placement.groups is None else placement.groups
         if groups is None or not self.graph.num_ops:
             return executor.LEVEL_OP
