@@ -52,6 +52,8 @@ import time
 import numpy as np
 from absl import app, flags
 
+from bench import fidelity_report as fr
+
 _MODELS = flags.DEFINE_list("models", ["configs/nmt.py:tiny", "configs/nmt.py"], "Model config specs.")
 _PROFILE_STEPS = flags.DEFINE_integer("profile_steps", 1, "Traced steps per op (median kept), large models.")
 _SESSION_STEPS = flags.DEFINE_integer("session_steps", 1, "Timed session steps (median kept), large models.")
@@ -63,7 +65,18 @@ _DEFAULT_POOL_MODEL = flags.DEFINE_string(
     "default_pool_model", "configs/nmt.py:tiny", "Also run this model with TF's default inter-op pool ('' = skip)."
 )
 _OOM_CHECK = flags.DEFINE_bool("oom_check", True, "Run the k80x4 single-GPU memory check.")
-_PARTS = flags.DEFINE_list("parts", ["single", "oom", "split"], "Parts to run: single, oom, split.")
+_PARTS = flags.DEFINE_list(
+    "parts", ["single", "small", "levels", "oom", "split"], "Parts to run: single, small, levels, oom, split."
+)
+_SMALL = flags.DEFINE_list(
+    "small",
+    ["configs/nmt.py:tiny", "configs/rnnlm.py:tiny", "configs/inception_v3.py:tiny", "generated:layered:2000:0"],
+    "Graphs of many small ops, each on 1 and split over 2 logical CPUs (bench/fidelity_small.py).",
+)
+_SMALL_STEPS = flags.DEFINE_integer("small_steps", 30, "Profiled and timed steps per round of the small graphs.")
+_SMALL_ROUNDS = flags.DEFINE_integer("small_rounds", 3, "Rounds of the small graphs; the median error is shown.")
+_LEVEL_MODEL = flags.DEFINE_string("level_model", "configs/nmt.py:tiny", "Model of the group-level/op-level rows.")
+_LEVEL_PLACEMENTS = flags.DEFINE_integer("level_placements", 6, "Random group placements of the level rows.")
 _SPLIT_MODELS = flags.DEFINE_list(
     "split_models", ["configs/nmt.py", "configs/inception_v3.py"], "Models of the split-placement comparison."
 )
@@ -72,8 +85,6 @@ _SPLIT_RANDOM = flags.DEFINE_integer("split_random", 20, "Random placements per 
 _SPLIT_STEPS = flags.DEFINE_integer("split_search_steps", 5, "Policy-gradient steps of the search per model.")
 _SPLIT_SAMPLES = flags.DEFINE_integer("split_search_samples", 4, "Placements sampled per search step.")
 _JSON_OUT = flags.DEFINE_string("json_out", "", "Write the rows as JSON here and skip BENCHMARKS.md.")
-
-TARGET = 0.20  # relative error allowed between simulated and measured step time
 
 
 def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int) -> dict:
@@ -181,8 +192,12 @@ def relative_error(sim_s: float, session_s: float | None) -> float | None:
     return None if not session_s else (sim_s - session_s) / session_s
 
 
-def child_rows(spec: str, args: list[str]) -> list[dict]:
-    """Runs this script for `spec` in a child process with `args`; returns its rows ([] on failure)."""
+def child_rows(spec: str, args: list[str]) -> dict:
+    """Runs this script for `spec` in a child process with `args` under TF's default inter-op pool.
+
+    Returns:
+      {"rows": single-device rows, "levels": level rows} ({} on failure).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "rows.json")
         cmd = [
@@ -205,43 +220,9 @@ def child_rows(spec: str, args: list[str]) -> list[dict]:
         )
         if proc.returncode != 0 or not os.path.exists(path):
             print(f"child run failed (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}")
-            return []
+            return {}
         with open(path) as f:
             return json.load(f)
-
-
-def _f(x, fmt: str) -> str:
-    return "-" if x is None else format(x, fmt)
-
-
-def _pool(threads: int) -> str:
-    return "1 thread" if threads == 1 else ("TF default" if threads <= 0 else f"{threads} threads")
-
-
-def _err(e: float | None) -> str:
-    return "-" if e is None else f"{e:+.1%}" + ("" if abs(e) <= TARGET else " (over 20%)")
-
-
-def _errs(errors) -> str:
-    return ", ".join("-" if e is None else f"{e:+.0%}" for e in errors)
-
-
-def fidelity_table(rows: list[dict]) -> list[str]:
-    """Markdown rows of the comparison."""
-    out = [
-        "| model | inter-op pool | steps profiled / timed | ops run | measured (s) | simulated, profiled costs (s) "
-        "| error | simulated, costs of the measuring session (s) | error | errors of all rounds |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        measured = _f(r["session_s"], ".4g") if r["session_s"] else (r.get("session_failure") or "-")
-        out.append(
-            f"| `{r['model']}` | {_pool(r.get('inter_op_threads', 1))} | {r['profile_steps']} / {r['session_steps']} "
-            f"| {r['ops_run']:,} of {r['ops']:,} | {measured} | {r['sim_s']:.4g} | {_err(r['error'])} "
-            f"| {_f(r['sim_same_session_s'], '.4g')} | {_err(r['error_same_session'])} "
-            f"| {_errs(r.get('round_errors', [r['error']]))} |"
-        )
-    return out
 
 
 def steps_for(spec: str) -> tuple[int, int, int, int]:
@@ -271,8 +252,8 @@ def run_rows(specs, inter_op: int) -> list[dict]:
         row = median_round([fidelity_row(spec, profile_steps, session_steps, warmup) for _ in range(rounds)])
         row.update(inter_op_threads=inter_op, profile_steps=profile_steps, session_steps=session_steps, warmup=warmup)
         print(
-            f"{spec}: simulated {row['sim_s']:.4g} s, measured {_f(row['session_s'], '.4g')} s, error "
-            f"{_err(row['error'])} (rounds: {_errs(row['round_errors'])}; build {row['build_s']:.0f} s, "
+            f"{spec}: simulated {row['sim_s']:.4g} s, measured {fr.fmt_num(row['session_s'], '.4g')} s, error "
+            f"{fr.fmt_err(row['error'])} (rounds: {fr.fmt_errs(row['round_errors'])}; build {row['build_s']:.0f} s, "
             f"profile {row['profile_s']:.0f} s, measure {row['measure_s']:.0f} s)",
             flush=True,
         )
@@ -280,73 +261,9 @@ def run_rows(specs, inter_op: int) -> list[dict]:
     return rows
 
 
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms" if abs(seconds) >= 1e-3 else f"{seconds * 1e6:.3g} us"
-
-
-def tracing_lines(rows: list[dict]) -> list[str]:
-    """A sentence on the measured time per op run and the simulator's gap to it, from this run's rows."""
-    out = []
-    for r in rows:
-        if r.get("session_s") and r.get("ops_run") and r.get("gap_per_op_s") is not None:
-            out.append(
-                f"`{r['model']}` ({_pool(r.get('inter_op_threads', 1))}): {_us(r['session_s'] / r['ops_run'])} "
-                f"measured, {_us(r['gap_per_op_s'])} measured minus simulated"
-            )
-    return ["Per op run: " + "; ".join(out) + "."] if out else []
-
-
-def target_lines(rows: list[dict]) -> list[str]:
-    """met / NOT met for each row of the comparison (1-thread pool) and each cost source."""
-    out = []
-    for r in rows:
-        if r.get("inter_op_threads", 1) != 1:
-            continue
-        for key, label in (("error", "profiled costs"), ("error_same_session", "costs of the measuring session")):
-            e = r.get(key)
-            verdict = "not measured" if e is None else ("met" if abs(e) <= TARGET else "NOT met")
-            out.append(f"- `{r['model']}`, {label}: {_err(e)}: **{verdict}**")
-    return out
-
-
-def single_device_body(rows: list[dict]) -> list[str]:
-    """Markdown of the single-device comparison."""
-    return [
-        "Single-device step time: per-op costs profiled on this machine's CPU (`graphs.costs.profiled_costs`, "
-        "warm-up steps dropped, median per op of the traced steps), every op on `/device:CPU:0`, simulated "
-        "(`placer.measure.simulator`) against the same placement run in a session (`SessionMeasurer`, Grappler "
-        f"rewrites off as in profiling, median of the timed steps); large models {_PROFILE_STEPS.value} profiled "
-        f"and {_SESSION_STEPS.value} timed step(s) after {_WARMUP.value} warm-up step(s); tiny variants "
-        f"{_TINY_STEPS.value} of each after 2, in {_TINY_ROUNDS.value} rounds of profiling then measuring, the "
-        "round with the median error shown.",
-        "",
-        "Parallelism: the simulator runs one op at a time per device, TF's executor runs independent ops at once "
-        "on its inter-op pool. Rows with a 1-thread inter-op pool (TF_NUM_INTEROP_THREADS=1 for profiling and "
-        "session alike) are the comparison: ops then run one after another, each kernel still using all cores; "
-        "the TF-default row shows what the default pool does to both sides.",
-        "",
-        "Two cost sources: `profiled_costs` runs its own session before the measurement, and on this shared "
-        "machine the load can change in between (the errors of all rounds, last column, show by how much); the "
-        "second simulated column takes the per-op times from the traced step the measuring session runs right "
-        "after its timed steps, which leaves out that drift. A trace records kernels, not the executor's work "
-        "between ops, and tracing adds its own cost to every op it times: both are in these errors, and weigh "
-        "most where ops are short.",
-        "",
-        *tracing_lines(rows),
-        "",
-        *fidelity_table(rows),
-        "",
-        f"Target: simulated within {TARGET:.0%} of measured, on the 1-thread rows. The machine is shared "
-        "(2 cores, other jobs running), so absolute times are noisy; the simulated and measured times of one row "
-        "ran back to back in one process.",
-        "",
-        *target_lines(rows),
-    ]
-
-
 def main(argv) -> None:
     del argv
-    from bench import fidelity_memory, fidelity_split, report  # noqa: PLC0415
+    from bench import fidelity_memory, fidelity_small, fidelity_split, report  # noqa: PLC0415
 
     t0 = time.time()
     parts = set(_PARTS.value)
@@ -356,22 +273,51 @@ def main(argv) -> None:
         os.environ["TF_NUM_INTEROP_THREADS"] = str(inter_op)
     rows = run_rows(_MODELS.value, inter_op) if "single" in parts else []
     if _JSON_OUT.value:
+        levels = []
+        if "levels" in parts:
+            levels = fidelity_small.level_rows(_LEVEL_MODEL.value, _LEVEL_PLACEMENTS.value, _SMALL_STEPS.value)
         with open(_JSON_OUT.value, "w") as f:
-            json.dump(rows, f)
+            json.dump({"rows": rows, "levels": levels}, f)
         return
     if _DEFAULT_POOL_MODEL.value and "single" in parts:
         rows += child_rows(
             _DEFAULT_POOL_MODEL.value,
-            ["--inter_op_threads=0", f"--tiny_steps={_TINY_STEPS.value}", f"--tiny_rounds={_TINY_ROUNDS.value}"],
-        )
+            ["--parts=single", "--inter_op_threads=0", f"--tiny_steps={_TINY_STEPS.value}"]
+            + [f"--tiny_rounds={_TINY_ROUNDS.value}"],
+        ).get("rows", [])
     oom = fidelity_memory.oom_check() if _OOM_CHECK.value and "oom" in parts else None
     if oom:
         print(f"k80x4 single_gpu NMT: failure {oom['failure']}, peak {oom['peak_bytes'] / 2**30:.2f} GiB", flush=True)
-    if "single" in parts or oom:
-        body = single_device_body(rows) if rows else []
+    small = []
+    for spec in _SMALL.value if "small" in parts else []:
+        small += fidelity_small.source_rows(spec, _SMALL_STEPS.value, _SMALL_ROUNDS.value)
+    levels = []
+    if "levels" in parts:  # under TF's default pool, where devices compute at once and the levels differ
+        args = ["--parts=levels", "--inter_op_threads=0", f"--level_model={_LEVEL_MODEL.value}"]
+        args += [f"--level_placements={_LEVEL_PLACEMENTS.value}", f"--small_steps={_SMALL_STEPS.value}"]
+        levels = child_rows(_LEVEL_MODEL.value, args).get("levels", [])
+    if "single" in parts or oom or small or levels:
+        settings = {
+            "profile_steps": _PROFILE_STEPS.value,
+            "session_steps": _SESSION_STEPS.value,
+            "warmup": _WARMUP.value,
+            "tiny_steps": _TINY_STEPS.value,
+            "tiny_rounds": _TINY_ROUNDS.value,
+        }
+        body = fr.single_device_body(rows, settings) if rows else []
+        if small:
+            body += ["", "### Many small ops, on 1 and 2 logical CPU devices", ""]
+            body += fidelity_small.section(small, _SMALL_STEPS.value, _SMALL_ROUNDS.value)
+        if levels:
+            body += ["", "### Group level and op level against sessions", ""]
+            body += fidelity_small.level_lines(levels, _LEVEL_MODEL.value)
         if oom:
             body += ["", "### Single-GPU NMT memory (paper: OOM)", "", *fidelity_memory.oom_lines(oom)]
-        body += ["", f"Total run: {time.time() - t0:.0f} s, commit {report.commit()}."]
+        body += [
+            "",
+            f"Total run: {time.time() - t0:.0f} s, commit {report.commit()}; load average at the end "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared with other jobs).",
+        ]
         report.update_section("fidelity", "Simulator fidelity", "\n".join(body), "bench/fidelity.py")
         print("\n".join(body))
     if "split" in parts:

@@ -56,7 +56,8 @@ def oom_lines(o: dict) -> list[str]:
     gib = 2**30
     head = (
         f"Paper-size NMT ({o['layers']} layers, hidden {o['hidden']}, vocab {o['vocab']:,}, batch {o['batch']}, "
-        f"lengths {o['source_length']}/{o['target_length']}) on `k80x4`, single_gpu placement, Grappler costs: "
+        f"lengths {o['source_length']}/{o['target_length']}) on `k80x4`, single_gpu placement, Grappler costs, "
+        "simulated at op level: "
     )
     if o["failure"] == "oom":
         return [head + f"**OOM**, as the paper reports ({o['message']})."]

@@ -190,11 +190,14 @@ def paper_table() -> str:
 
 
 def notes(results: list[dict]) -> str:
+    from placer.compare import tables  # noqa: PLC0415
+
     out = []
     for r in results:
         for row in r["rows"].values():
             if row.message:
                 out.append(f"- {_model_name(r)}, {r['gpus']} GPUs, {row.method}: {' '.join(row.message.split())}")
+        out += [f"- {_model_name(r)}, {r['gpus']} GPUs, simulated {n}" for n in tables.level_note(r["rows"].values())]
     return "\n".join(out)
 
 

@@ -94,7 +94,10 @@ def discover(num_cpus: int | None = None) -> cluster_lib.Cluster:
         `configure_logical_cpus` (1 if never called).
 
     Returns:
-      A Cluster named "local" with speed 1 devices and a uniform link.
+      A Cluster named "local" with speed 1 devices and a uniform link; CPUs
+      carry the dispatch and transfer costs bench/dispatch.py measured, GPUs
+      the published dispatch (placer.core.cluster); the devices share one
+      executor thread when this process runs TF with one inter-op thread.
     """
     n = _num_cpus if num_cpus is None else int(num_cpus)
     config = tf.compat.v1.ConfigProto()
@@ -107,8 +110,24 @@ def discover(num_cpus: int | None = None) -> cluster_lib.Cluster:
             continue
         name = d.name.split("/device:")[-1]
         memory = cpu_share if d.device_type == "CPU" else int(d.memory_limit)
-        devices.append(cluster_lib.Device(name=f"/device:{name}", type=d.device_type, memory_bytes=memory))
-    return cluster_lib.make("local", devices, bandwidth=LOCAL_BANDWIDTH)
+        cpu = d.device_type == "CPU"
+        devices.append(
+            cluster_lib.Device(
+                name=f"/device:{name}",
+                type=d.device_type,
+                memory_bytes=memory,
+                dispatch=cluster_lib.LOCAL_CPU_DISPATCH if cpu else cluster_lib.GPU_DISPATCH,
+                transfer_cost=cluster_lib.LOCAL_CPU_TRANSFER_COST if cpu else 0.0,
+            )
+        )
+    return cluster_lib.make("local", devices, bandwidth=LOCAL_BANDWIDTH, serial_executor=one_inter_op_thread())
+
+
+def one_inter_op_thread() -> bool:
+    """True when this process's TF sessions get one inter-op thread (TF_NUM_INTEROP_THREADS or tf.config)."""
+    return (
+        os.environ.get("TF_NUM_INTEROP_THREADS") == "1" or tf.config.threading.get_inter_op_parallelism_threads() == 1
+    )
 
 
 def load(spec: str) -> cluster_lib.Cluster:

@@ -57,7 +57,8 @@ def main(argv: list[str]) -> None:
         placement = baselines.get(_BASELINE.value)(graph, cluster)
     measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model)
     m = measurer.measure([placement])[0]
-    print("\n".join(measure_lib.report_lines(m, graph, cluster, _MEASURE.value)))
+    level = registry.level_of(measurer, placement)
+    print("\n".join(measure_lib.report_lines(m, graph, cluster, _MEASURE.value, level)))
     if _TRACE.value:
         measure_lib.write_trace(_TRACE.value, measurer, placement, graph, cluster)
         print(f"wrote {_TRACE.value}")

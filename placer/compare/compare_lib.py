@@ -23,6 +23,7 @@ from placer.core.measurement import Measurer
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement, on_cluster
 from placer.measure import bounds
+from placer.measure import registry as measure_registry
 
 # Re-exported: callers use compare_lib for the whole comparison.
 EXPERT, SINGLE_GPU, NOT_APPLICABLE, CSV_COLUMNS = (
@@ -56,6 +57,8 @@ class Row:
         placement that was given.
       message: the failure detail ("" when none).
       placement: the placement measured (None for "n/a").
+      level: the model level of the step time, "group" or "op"
+        (placer.measure.registry.level_of); "" when not measured.
     """
 
     method: str
@@ -68,6 +71,7 @@ class Row:
     place_seconds: float | None
     message: str = ""
     placement: Placement | None = None
+    level: str = ""
 
     @property
     def ok(self) -> bool:
@@ -243,9 +247,9 @@ def compare(
         st = float(m.step_time) if m.ok else None
         peak = tuple(float(x) for x in m.peak_memory) if len(m.peak_memory) else zeros
         ratio = None if st is None or lb <= 0 else st / lb
-        rows.append(
-            Row(name, st, m.failure, speedup(ref, st), speedup(ref_gpu, st), ratio, peak, seconds, m.message, placement)
-        )
+        sp = (speedup(ref, st), speedup(ref_gpu, st), ratio)
+        level = measure_registry.level_of(measurer, placement)
+        rows.append(Row(name, st, m.failure, *sp, peak, seconds, m.message, placement, level))
     return rows
 
 

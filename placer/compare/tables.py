@@ -64,6 +64,19 @@ def notes(rows: Sequence, reference: str = EXPERT) -> list[str]:
     return out
 
 
+def level_note(rows: Sequence) -> list[str]:
+    """Which model level each measured row's step time comes from (group or op), in one line."""
+    levels: dict[str, list[str]] = {}
+    for r in rows:
+        if getattr(r, "level", ""):
+            levels.setdefault(r.level, []).append(r.method)
+    if not levels:
+        return []
+    if len(levels) == 1:
+        return [f"model level: {next(iter(levels))} for every measured row"]
+    return ["model level: " + "; ".join(f"{lv}: {', '.join(m)}" for lv, m in sorted(levels.items()))]
+
+
 def _num(x: float | None, fmt: str) -> str:
     return "" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
@@ -132,7 +145,7 @@ def markdown_text(rows: Sequence, device_names: Sequence[str], title: str = "", 
     ]
     table = tabulate.tabulate([_cells(r, unit, " / ") for r in rows], head, tablefmt="github", disable_numparse=True)
     lines = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
-    lines += [f"- {n}" for n in notes(rows, reference)]
+    lines += [f"- {n}" for n in notes(rows, reference) + level_note(rows)]
     return (f"### {title}\n\n" if title else "") + table + "\n" + ("\n" + "\n".join(lines) + "\n" if lines else "")
 
 
@@ -155,7 +168,7 @@ def terminal_text(rows: Sequence, device_names: Sequence[str], reference: str = 
         "x lower bound: step time / the lower bound (1 is the best possible)"
     )
     out += [f"{r.method}: {' '.join(r.message.split())}" for r in rows if r.failure == NOT_APPLICABLE]
-    out += notes(rows, reference)
+    out += notes(rows, reference) + level_note(rows)
     return "\n".join(out) + "\n"
 
 

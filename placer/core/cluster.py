@@ -17,6 +17,14 @@ from placer.core.errors import InputError
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLUSTER_DIR = os.path.join(_ROOT, "configs", "clusters")
+MAX_OVERHEAD = 1.0  # seconds: a per-op dispatch or per-tensor transfer cost above this is a unit mistake
+# This machine's CPU under TF, measured by bench/dispatch.py (chains of scalar ops in sessions with one
+# inter-op thread, CPU time; BENCHMARKS.md "Executor dispatch", bench of a6d77ab): seconds each op adds
+# to a step, and seconds each tensor sent between two logical CPU devices of one session adds.
+LOCAL_CPU_DISPATCH = 7.81e-7
+LOCAL_CPU_TRANSFER_COST = 5.70e-6
+# A GPU op's kernel launch plus TF's per-op work (docs/measure.md gives the source).
+GPU_DISPATCH = 5e-6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +42,12 @@ class Device:
         `speed` (graphs/tf_util.py REFERENCE_DEVICES).
       memory_bandwidth: device memory bandwidth, bytes per second, for
         Grappler; 0 = the reference device of its type times `speed`.
+      dispatch: seconds the runtime adds to every op run on this device
+        (TF's executor bookkeeping, and a kernel launch on a GPU), on top of
+        the op's cost; 0 when a cluster file omits it (docs/formats.md).
+      transfer_cost: seconds added to every tensor this device sends to
+        another device (the _Send/_Recv pair TF inserts), on top of the
+        link's latency; 0 when omitted.
     """
 
     name: str
@@ -42,6 +56,8 @@ class Device:
     speed: float = 1.0
     peak_gflops: float = 0.0
     memory_bandwidth: float = 0.0
+    dispatch: float = 0.0
+    transfer_cost: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,12 +69,16 @@ class Cluster:
       devices: the devices, in index order (placements store these indices).
       bandwidth: [D, D] bytes/s of the link from device i to device j.
       latency: [D, D] seconds per transfer from device i to device j.
+      serial_executor: one host thread runs the ops of every device in turn
+        (TF with one inter-op thread: logical CPU devices of one process then
+        never compute at once); False = each device runs its own ops.
     """
 
     name: str
     devices: tuple[Device, ...]
     bandwidth: np.ndarray
     latency: np.ndarray
+    serial_executor: bool = False
 
     @property
     def num_devices(self) -> int:
@@ -80,6 +100,14 @@ class Cluster:
         """Returns [D] memory in bytes."""
         return np.array([d.memory_bytes for d in self.devices], dtype=np.float64)
 
+    def dispatch(self) -> np.ndarray:
+        """Returns [D] seconds added to every op run on each device."""
+        return np.array([d.dispatch for d in self.devices], dtype=np.float64)
+
+    def transfer_cost(self) -> np.ndarray:
+        """Returns [D] seconds added to every tensor each device sends to another."""
+        return np.array([d.transfer_cost for d in self.devices], dtype=np.float64)
+
     def to_json(self) -> dict:
         """Returns the documented JSON form, with per-pair overrides spelt out."""
         d = len(self.devices)
@@ -95,11 +123,14 @@ class Cluster:
             for j in range(d)
             if i != j and (self.bandwidth[i, j] != bw0 or self.latency[i, j] != lat0)
         ]
-        return {
+        out = {
             "name": self.name,
             "devices": [dataclasses.asdict(x) for x in self.devices],
             "links": {"default": {"bandwidth": bw0, "latency": lat0}, "pairs": links},
         }
+        if self.serial_executor:
+            out["serial_executor"] = True
+        return out
 
 
 def _default_link(bw: np.ndarray, lat: np.ndarray) -> tuple[float, float]:
@@ -117,8 +148,9 @@ def from_json(data: dict, source: str = "cluster") -> Cluster:
     Raises:
       InputError: naming `source` and the field: no devices, a missing,
         empty or duplicate name, a memory, speed, rate, bandwidth or latency
-        out of its range (placer/core/checks.py), or a link naming an unknown
-        device.
+        out of its range (placer/core/checks.py), a dispatch or transfer cost
+        that is negative, not a number or over 1 s, or a link naming an
+        unknown device.
     """
     data = checks.obj(data, source)
     raw = checks.arr(checks.get(data, "devices", f"{source}: devices", required=True), f"{source}: devices", min_len=1)
@@ -156,7 +188,8 @@ def from_json(data: dict, source: str = "cluster") -> Cluster:
     bw.setflags(write=False)
     lat.setflags(write=False)
     name = checks.text(checks.get(data, "name", source, source), f"{source}: name")
-    return Cluster(name=name, devices=tuple(devices), bandwidth=bw, latency=lat)
+    serial = checks.boolean(checks.get(data, "serial_executor", source, False), f"{source}: serial_executor")
+    return Cluster(name=name, devices=tuple(devices), bandwidth=bw, latency=lat, serial_executor=serial)
 
 
 def _device(r: dict, w: str) -> Device:
@@ -171,6 +204,8 @@ def _device(r: dict, w: str) -> Device:
         speed=checks.number(checks.get(r, "speed", w, 1.0), f"{w}.speed", 0.0, 1e6, lo_open=True),
         peak_gflops=checks.number(checks.get(r, "peak_gflops", w, 0.0), f"{w}.peak_gflops", 0.0, rate),
         memory_bandwidth=checks.number(checks.get(r, "memory_bandwidth", w, 0.0), f"{w}.memory_bandwidth", 0.0, rate),
+        dispatch=checks.number(checks.get(r, "dispatch", w, 0.0), f"{w}.dispatch", 0.0, MAX_OVERHEAD),
+        transfer_cost=checks.number(checks.get(r, "transfer_cost", w, 0.0), f"{w}.transfer_cost", 0.0, MAX_OVERHEAD),
     )
 
 
@@ -225,11 +260,14 @@ def make(
     devices: Sequence[Device],
     bandwidth: float = 1e10,
     latency: float = 0.0,
+    *,
+    serial_executor: bool = False,
 ) -> Cluster:
     """Builds a uniform cluster in code (tests, discovery): one link type for all pairs."""
     data = {
         "name": name,
         "devices": [dataclasses.asdict(d) for d in devices],
         "links": {"default": {"bandwidth": bandwidth, "latency": latency}},
+        "serial_executor": serial_executor,
     }
     return from_json(data, source=name)

@@ -36,12 +36,12 @@ def load_placement(graph: OpGraph, cluster: Cluster, path: str) -> Placement:
     return on_cluster(Placement.load(path), graph, cluster, path)
 
 
-def report_lines(m: Measurement, graph: OpGraph, cluster: Cluster, kind: str) -> list[str]:
+def report_lines(m: Measurement, graph: OpGraph, cluster: Cluster, kind: str, level: str = "op") -> list[str]:
     """What `placer-measure` prints: step time or failure, busy time and peak memory per device, bytes
-    moved, and the ratio to placer.measure.bounds.lower_bound."""
+    moved, and the ratio to placer.measure.bounds.lower_bound; `level` names the model level ("group", "op")."""
     lines = [
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
-        f"measure: {kind}",
+        f"measure: {kind} ({level} level)",
         f"step time: {m.step_time:.6f} s" if m.ok else f"failed ({m.failure}): {m.message}",
     ]
     if m.flagged:

@@ -6,6 +6,13 @@ their last reader; frees at a time come before allocations at that time.
 Two compiled sweeps give the same peaks: `peaks_one` sorts every allocation
 and free event (the traced path), `peaks_in_order` places the frees among
 the allocations without a full sort (the compiled path, about linear time).
+Sources of the model: the liveness rule follows TF's runtime, where a
+kernel allocates its outputs when it runs and a buffer is released when the
+last reference to it, held by its consumers, goes; variables live for the
+whole step on the device they are placed on. Mirhoseini et al. (2017) count
+a placement whose devices run out of memory as failed (Table 1's OOM
+entries), as this model's peak check does. bench/memory.py compares the
+peak with TF's own allocator on this CPU (BENCHMARKS.md, "Memory fidelity").
 """
 
 from __future__ import annotations

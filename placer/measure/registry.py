@@ -169,3 +169,14 @@ def measuring(closable, *, save: Callable[[], None], step: Callable[[], int]):
         close = getattr(closable, "close", None)
         if close is not None:
             close()
+
+
+def level_of(measurer: Measurer, placement) -> str:
+    """The model level a step time of `placement` comes from: "group" or "op".
+
+    The simulator names its own (placer.measure.simulator.Simulator.level:
+    group level for a placement that places its groups whole); Grappler and
+    sessions run every op on its own, "op".
+    """
+    level = getattr(measurer, "level", None)
+    return level(placement) if callable(level) else "op"

@@ -2,18 +2,25 @@
 
 Model (all times in seconds, sizes in bytes):
 
-* Compute: an op placed on device d takes `graph.cost_for(d.type)[op] / d.speed`.
-  Each device runs one op (or unit, below) at a time; whenever it is free it
-  starts the ready one of highest priority, the lowest op index in the
-  graph's topological order (or the lowest group number). See
-  `placer.measure.schedule` for the exact rule.
+* Compute: an op placed on device d takes
+  `graph.cost_for(d.type)[op] / d.speed + d.dispatch`: its kernel time,
+  scaled by the device's speed, plus the runtime's fixed cost of running one
+  op there (TF's executor bookkeeping, and on a GPU the kernel launch). The
+  dispatch term is what makes many small ops cost more than one large op of
+  the same total work. Each device runs one op (or unit, below) at a time;
+  whenever it is free it starts the ready one of highest priority, the lowest
+  op index in the graph's topological order (or the lowest group number).
+  See `placer.measure.schedule` for the exact rule. With the cluster's
+  `serial_executor`, one host thread runs the ops of every device (TF with
+  one inter-op thread): all devices share one timeline, and each transfer's
+  time is spent by that thread when its producer finishes.
 * Communication: a data edge between devices a != b costs
-  `latency[a, b] + bytes / bandwidth[a, b]` and occupies the directed link
-  a -> b; transfers on one link run one after another, in the order their
-  producers finish. A tensor goes to a given device once, however many ops
-  there read it (when one producer has several edges to one device, the
-  largest byte count is sent). Control edges order ops only: no bytes, no
-  latency, even across devices.
+  `latency[a, b] + a.transfer_cost + bytes / bandwidth[a, b]` and occupies
+  the directed link a -> b; transfers on one link run one after another, in
+  the order their producers finish. A tensor goes to a given device once,
+  however many ops there read it (when one producer has several edges to one
+  device, the largest byte count is sent). Control edges order ops only: no
+  bytes, no latency, even across devices.
 * Memory per device: the persistent bytes (variables) of the ops placed there,
   plus activations: an op's output is allocated when the op starts and freed
   once its last reader on that device finished and its transfers left; a
@@ -28,15 +35,24 @@ Model (all times in seconds, sizes in bytes):
 
 Groups: given the op-to-group map of a placement that places every group
 whole, the simulator schedules groups instead of ops: a group's ops run back
-to back on its device (in op order), its outputs leave when the whole group
+to back on its device (in op order, each paying its dispatch, so a group of n
+ops pays n dispatches as op by op), its outputs leave when the whole group
 finished (one transfer per destination device, n tensors costing n
 latencies), and its memory is its external outputs (from the group start) plus
 the peak of its internal activations while it runs. Groups on a cycle of the
 group graph (closed by colocation constraints) are split into acyclic units
 first (`placer.measure.units.split_cycles`). This is the unit the paper's
 policy places, and it makes thousands of placements per second possible; a
-placement that splits a group is simulated op by op. Scheduling is
-`placer.measure.schedule` (compiled with numba), memory and the rest numpy.
+placement that splits a group is simulated op by op. Holding outputs until the
+group ends makes the group level report longer steps than the op level on the
+same placement (`Simulator.level` names the level a placement gets).
+Scheduling is `placer.measure.schedule` (compiled with numba), memory and the
+rest numpy.
+
+Sources: Graham's list scheduling of a task graph, with the per-edge
+latency-plus-bytes-over-bandwidth cost of the simulators of Mirhoseini et al.
+2017 and Baechi (Jeon et al., SoCC 2020); op costs from Grappler or profiled
+kernels (graphs/costs.py); dispatch and transfer costs in docs/measure.md.
 """
 
 from __future__ import annotations
@@ -52,7 +68,7 @@ from placer.core.errors import InputError
 from placer.core.measurement import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
-from placer.measure import fast
+from placer.measure import executor, fast
 from placer.measure import schedule as sched
 from placer.measure.memory import peak_memory, per_device_sum
 from placer.measure.units import Units, contract, transfer_tables
@@ -131,6 +147,9 @@ class Simulator:
         self.memory = cluster.memory()
         self.latency = np.asarray(cluster.latency, dtype=np.float64)
         self.bandwidth = np.asarray(cluster.bandwidth, dtype=np.float64)
+        self.dispatch = cluster.dispatch()
+        self.transfer_cost = cluster.transfer_cost()
+        self.per_tensor = self.latency + self.transfer_cost[:, None]  # [D, D] fixed seconds per tensor sent
         sets = colocation_sets(graph)
         self._coloc_ops = np.concatenate(sets) if sets else np.zeros(0, np.int64)
         self._coloc_start = np.cumsum([0] + [len(m) for m in sets[:-1]]).astype(np.int64)[: len(sets)]
@@ -164,6 +183,19 @@ class Simulator:
             for i, r in zip(idx, res, strict=True):
                 out[i] = r.measurement()
         return out  # type: ignore[return-value]
+
+    def level(self, placement: Placement) -> str:
+        """executor.LEVEL_GROUP when `measure` simulates `placement` by groups (its own, else the
+        constructor's `op_group`, each placed whole, acyclic), else executor.LEVEL_OP."""
+        groups = self.op_group if placement.groups is None else placement.groups
+        if groups is None or not self.graph.num_ops:
+            return executor.LEVEL_OP
+        grp = np.asarray(groups, np.int64)
+        dev = np.asarray(placement.devices, np.int64)
+        first = np.full(int(grp.max()) + 1, -1)
+        first[grp[::-1]] = np.arange(len(grp))[::-1]
+        whole = bool((dev[first[grp]] == dev).all()) and self._units_for(grp).acyclic
+        return executor.LEVEL_GROUP if whole else executor.LEVEL_OP
 
     def measure_devices(self, batch: np.ndarray, op_group: Sequence[int] | None = None) -> list[Measurement]:
         """Simulates a batch of placements given as device indices.
@@ -254,16 +286,19 @@ class Simulator:
         """[U, D] seconds each unit computes on each device (NaN where a kernel is missing)."""
         tcol = np.maximum(self.type_col, 0)
         cost = np.where(self.type_col[None, :] >= 0, units.cost[:, tcol], np.nan)
-        return cost / self.speed[None, :]
+        # A unit of n ops pays n dispatches of its device, as its ops would one by one.
+        return cost / self.speed[None, :] + executor.op_counts(units)[:, None] * self.dispatch[None, :]
 
     def _prepared(self, units: Units) -> fast.Prepared:
         if id(units) not in self._fast:  # the units stay alive in self._units
             _, cu, cs, _ = next(v for v in self._units.values() if v[0] is units)
-            self._fast[id(units)] = fast.prepare(units, self.unit_seconds(units), self.latency, self.bandwidth, cu, cs)
+            self._fast[id(units)] = fast.prepare(
+                units, self.unit_seconds(units), self.per_tensor, self.bandwidth, cu, cs
+            )
         return self._fast[id(units)]
 
     def _run_units(self, units, dev, trace, compiled, out, where) -> None:
-        if compiled and not trace:
+        if compiled and not trace and not self.cluster.serial_executor:  # the compiled path runs devices apart
             for j, r in enumerate(self._fast_chunk(units, dev)):
                 out[where[j]] = r
             return
@@ -284,8 +319,12 @@ class Simulator:
         need = ntens > 0
         src = dev[:, :, None]
         dst = np.arange(dn)[None, None, :]
-        xt = np.where(need, ntens * self.latency[src, dst] + nbytes / self.bandwidth[src, dst], 0.0)
-        s = sched.schedule(units, dev, dur, need, xt, dn)
+        per_tensor = self.per_tensor[src, dst]
+        xt = np.where(need, ntens * per_tensor + nbytes / self.bandwidth[src, dst], 0.0)
+        if self.cluster.serial_executor:
+            s = executor.serial_schedule(units, dur, need, xt)
+        else:
+            s = sched.schedule(units, dev, dur, need, xt, dn)
         peak = peak_memory(units, dev, s, nbytes, need, dn)
         busy = per_device_sum(dev, dur, dn)
         step = s.finish.max(1) if units.num_units else np.zeros(k)
@@ -362,9 +401,15 @@ class Simulator:
         op_dev = dev_u[units.op_unit]
         col = np.maximum(self.type_col[op_dev], 0)
         speed = self.speed[op_dev]
-        op_start = s.start[i][units.op_unit] + units.offset[np.arange(g.num_ops), col] / speed
+        # Ops before this one in its unit (index order), each with its dispatch.
+        order = np.lexsort((np.arange(g.num_ops), units.op_unit))
+        first = np.searchsorted(units.op_unit[order], units.op_unit[order])
+        rank = np.empty(g.num_ops)
+        rank[order] = np.arange(g.num_ops) - first
+        disp = self.dispatch[op_dev]
+        op_start = s.start[i][units.op_unit] + units.offset[np.arange(g.num_ops), col] / speed + rank * disp
         cost = np.nan_to_num(g.compute_cost[np.arange(g.num_ops), col]) if g.device_types else np.zeros(g.num_ops)
-        op_finish = op_start + cost / speed
+        op_finish = op_start + cost / speed + disp
         last = np.zeros(units.num_units, dtype=np.int64)
         np.maximum.at(last, units.op_unit, np.arange(g.num_ops))
         transfers = tuple(

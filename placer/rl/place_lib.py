@@ -75,6 +75,7 @@ def place(
     k = int(np.argmin(times))
     if not np.isfinite(times[k]):
         raise InputError(f"{source}: every placement of the policy failed ({results[0].failure})")
+    level = measurer.level(task.problem.placement(actions[k]))
     placement = task.problem.placement(
         actions[k],
         method="pretrained_gnn",
@@ -82,6 +83,7 @@ def place(
         cluster=cluster.name,
         measure="sim",
         samples=drawn + 1,  # placements measured: the greedy one and the samples (placer-compare reads it)
+        level=level,
     )
     return {
         "placement": placement,

@@ -84,9 +84,11 @@ def run(
     cluster, graph, measurer = _load(config, graph_path, log)
     kind, tc = config.measure, config.placer.train
     problem, groups, warm = prepare_problem(graph, cluster, config.placer, measurer, seed, log)
+    level = measure_registry.level_of(measurer, problem.placement(np.zeros(problem.num_groups, np.int64)))
     log(
         f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
-        f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s"
+        f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind} ({level} level); prepared in "
+        f"{time.time() - t0:.1f} s"
     )
     log(start_line(tc.warm_start, resume, init_from))
     policy = transfer_lib.policy_for_trainer(
@@ -100,7 +102,7 @@ def run(
         config.placer,
         workdir,
         seed=seed,
-        metadata={"cluster": cluster.name, "measure": kind},
+        metadata={"cluster": cluster.name, "measure": kind, "level": level},
         policy=policy,
     )
     start = trainer.restore() if resume else 0
@@ -238,6 +240,7 @@ def _summary(trainer, graph, groups, cluster, kind, seed, start, wall, reached, 
         "groups": groups.num_groups,
         "cluster": cluster.name,
         "measure": kind,
+        "level": trainer.metadata.get("level"),
         "policy": info["policy"],
         "encoder": info["encoder"],
         "algorithm": info["algorithm"],

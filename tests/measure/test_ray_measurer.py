@@ -2,21 +2,17 @@
 real local Ray cluster, in sample order, surviving a killed actor, stopping with a checkpoint when every
 actor is lost, and refused with the install command when Ray is missing."""
 
-import copy
-import importlib
 import json
 import os
 import sys
 
 import numpy as np
 import pytest
-from absl import app, flags
 from absl import logging as _absl_logging  # noqa: F401 (defines absl's logging flags now, outside any call)
 
 from placer.measure import registry
 from placer.measure.ray_pool import RESOURCE, RayEngine
-
-app.define_help_flags()  # absl.app's flags, defined on its first run otherwise: defined now, so they stay
+from tests.inprocess import call
 
 # The tiny NMT (815 ops) grouped into few groups with a small policy, so a step is quick; no warm start,
 # so the first placements measured are the first step's samples.
@@ -31,43 +27,6 @@ TINY = [
 ]
 
 
-def call(module_name: str, *argv: str) -> int:
-    """Runs a binary's console-script entry in this process with fresh flags; returns its exit status.
-
-    The project's flags are taken out of absl's FLAGS for the call (the binaries share names) and FLAGS
-    is put back as it was afterwards, parsed state and values included.
-    """
-    fv = flags.FLAGS
-    state = {k: copy.copy(fv.__dict__[k]) for k in ("__flags", "__flags_by_module", "__flags_by_module_id")}
-    for k in ("__flags_by_module", "__flags_by_module_id"):  # module -> list of its flags
-        state[k] = {module: list(defined) for module, defined in state[k].items()}
-    status = {k: fv.__dict__[k] for k in ("__flags_parsed", "__unparse_flags_called")}
-    values = [(flag, dict(flag.__dict__)) for flag in fv._flags().values()]
-    for name in list(fv):
-        module = fv.find_module_defining_flag(name)
-        if module is None or not module.startswith("absl") or "." in name:  # "." in name: a config override
-            delattr(fv, name)
-    fv.unparse_flags()
-    sys.modules.pop(module_name, None)
-    binary = importlib.import_module(module_name)
-    saved = list(sys.argv)
-    sys.argv[:] = [module_name, *argv]
-    try:
-        binary.run()
-    except SystemExit as e:
-        return 0 if e.code is None else e.code
-    finally:
-        sys.argv[:] = saved
-        sys.modules.pop(module_name, None)
-        fv.__dict__.update(state)
-        fv.__dict__.update(status)
-        for flag, before in values:
-            flag.__dict__.clear()
-            flag.__dict__.update(before)
-    return 0
-
-
-@pytest.fixture(scope="module")
 def local_ray():
     ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
     ray.init(num_cpus=2, resources={RESOURCE: 2}, include_dashboard=False, log_to_driver=False)
