@@ -93,6 +93,7 @@ class JobState:
         if self.profile is not None and (self.profile.size == 0 or not np.all(self.profile > 0)):
             raise ValueError(f"job {job_id}: profile must be positive seconds, got {profile!r}")
         self._regime = 0  # index of the first loss of the current regime
+        self._previous_regime = 0  # the regime before the latest jump, while that jump is unconfirmed
         self._scored: CurveFit | None = None  # the fit the last allocation used
         self._errors: list[float] = []
         self._decay = decay
@@ -119,9 +120,11 @@ class JobState:
             raise ValueError(f"job {self.job_id}: iteration {iteration} after {self._iters[-1]}")
         if self._losses:
             self._max_change = max(self._max_change, abs(self._losses[-1] - float(loss)))
-            recent = np.asarray(self._losses[-slaq_curves.JUMP_LOOKBACK - 1 :])
-            if slaq_curves.is_jump(np.diff(recent), float(loss) - recent[-1]):
-                self._regime = len(self._losses)
+            self._losses.append(float(loss))  # track_regime reads the newest loss last
+            self._regime, self._previous_regime = slaq_curves.track_regime(
+                self._losses, self._regime, self._previous_regime
+            )
+            self._losses.pop()
         self._iters.append(float(iteration))
         self._losses.append(float(loss))
         self._fit = None

@@ -108,44 +108,98 @@ def _family_z(code: int | np.ndarray, p: np.ndarray, x: np.ndarray) -> np.ndarra
     return np.where(code == 1, quad, np.where(code == 2, lin, exp))
 
 
-JUMP_FACTOR = 4.0  # a change this many times the largest of the previous JUMP_LOOKBACK is a jump (our choice)
-JUMP_LOOKBACK = 10  # changes a jump is compared with (our choice)
+JUMP_FACTOR = 6.0  # a change this many robust standard deviations off the recent ones is a jump (our choice)
+JUMP_LOOKBACK = 20  # changes a jump is compared with (our choice)
 
 
-def is_jump(previous_changes, change: float, *, factor: float = JUMP_FACTOR) -> bool:
-    """Whether a loss change starts a new regime (e.g. a learning-rate drop).
+def change_scale(previous_changes) -> tuple[float, float]:
+    """(typical change, robust standard deviation of a change) of a run of loss changes.
 
-    A smooth convergence curve changes less each iteration, and noise of a
-    steady size rarely changes by several times its own largest recent swing,
-    so a change over `factor` times the largest of the previous ones marks a
-    jump or the end of a plateau.
+    The median and 1.4826 x the median absolute deviation, so one outlier
+    (a noisy point) moves neither; the deviation is at least 1e-9 of the
+    largest change, so a noiseless straight line still has a scale.
+    """
+    prev = np.asarray(previous_changes, dtype=float)
+    mid = float(np.median(prev))
+    mad = 1.4826 * float(np.median(np.abs(prev - mid)))
+    return mid, max(mad, 1e-9 * float(np.max(np.abs(prev))), 1e-12)
+
+
+JUMP_SPAN = 3  # a jump may spread over this many changes (a drop takes an epoch or two to show; our choice)
+
+
+def is_jump(previous_changes, change: float, *, steps: int = 1, factor: float | None = None) -> bool:
+    """Whether a loss change over `steps` iterations starts a new regime (e.g. a learning-rate drop).
+
+    A smooth convergence curve changes a little less each iteration and
+    noise keeps a steady size, so a change that differs from `steps` typical
+    recent changes by more than `factor` robust standard deviations of one
+    change (`change_scale`; with independent noise on each loss, the noise of
+    a change over several iterations is that of one) marks a jump, the end of
+    a plateau or an outlier (`track_regime` tells those apart by the next loss).
 
     Args:
-      previous_changes: [JUMP_LOOKBACK] the changes before it (absolute or signed).
-      change: the newest change.
-      factor: threshold ratio.
+      previous_changes: [JUMP_LOOKBACK] the one-iteration changes before it (signed).
+      change: the loss change over the newest `steps` iterations.
+      steps: iterations the change spans.
+      factor: threshold in robust standard deviations (default JUMP_FACTOR).
 
     Returns:
       False while fewer than JUMP_LOOKBACK changes precede it.
 
-    >>> is_jump([0.1] * 10, -0.5), is_jump([0.1] * 10, -0.3)
+    >>> is_jump([0.1, -0.1] * 10, -0.9), is_jump([0.1, -0.1] * 10, -0.3)
     (True, False)
     """
-    prev = np.abs(np.asarray(previous_changes, dtype=float))
-    return prev.size >= JUMP_LOOKBACK and abs(change) > factor * float(prev.max())
+    prev = np.asarray(previous_changes, dtype=float)
+    if prev.size < JUMP_LOOKBACK:
+        return False
+    mid, sd = change_scale(prev)
+    return abs(change - steps * mid) > (JUMP_FACTOR if factor is None else factor) * sd
 
 
-def regime_start(losses, *, factor: float = JUMP_FACTOR) -> int:
-    """Index of the first loss after the latest jump (see `is_jump`); 0 if none.
+def track_regime(losses, regime: int, previous: int) -> tuple[int, int]:
+    """The regime after the newest loss: (index of the regime's first loss, the regime before it).
+
+    The newest loss y_n starts a regime at n - m + 1 when its change over the
+    last m <= JUMP_SPAN iterations is a jump (`is_jump`) against the changes
+    before them (the longest such span wins, so a drop spread over a few
+    iterations starts where it began), and that start is past the current
+    regime's. A jump into the previous loss is undone when y_n came back
+    nearer the loss before the jump than the jump's own: an outlier.
+
+    Args:
+      losses: [n + 1] the losses so far, the newest last (a list or array; only the last
+        JUMP_SPAN + JUMP_LOOKBACK + 1 are read).
+      regime: the current regime's first index.
+      previous: the regime before it.
+
+    Returns:
+      (regime, previous) after the newest loss.
+    """
+    n = len(losses) - 1
+    y = np.asarray(losses[max(0, n - JUMP_SPAN - JUMP_LOOKBACK) :], dtype=float)  # only the tail is read
+    if n >= 2 and regime == n - 1 and abs(y[-1] - y[-3]) < abs(y[-1] - y[-2]):
+        regime = previous
+    d = np.diff(y)
+    for m in range(1, min(JUMP_SPAN, d.size - JUMP_LOOKBACK) + 1):
+        start = n - m + 1
+        before = d[d.size - m - JUMP_LOOKBACK : d.size - m]
+        if start - 1 - JUMP_LOOKBACK >= regime and is_jump(before, float(y[-1] - y[-1 - m]), steps=m):
+            return start, regime
+    return regime, previous
+
+
+def regime_start(losses) -> int:
+    """Index of the first loss of the current regime (`track_regime` over every loss in turn); 0 if none.
 
     Args:
       losses: [N] a job's losses in order of iteration.
     """
-    d = np.diff(np.asarray(losses, dtype=float))
-    for i in range(d.size - 1, JUMP_LOOKBACK - 1, -1):
-        if is_jump(d[i - JUMP_LOOKBACK : i], d[i], factor=factor):
-            return i + 1
-    return 0
+    y = np.asarray(losses, dtype=float)
+    regime = previous = 0
+    for n in range(JUMP_LOOKBACK + 1, y.size):
+        regime, previous = track_regime(y[: n + 1], regime, previous)  # a view: O(1) per loss
+    return regime
 
 
 def recent_fit(iters, losses, *, decay: float = DEFAULT_DECAY, window: int = DEFAULT_WINDOW) -> CurveFit:
@@ -155,7 +209,7 @@ def recent_fit(iters, losses, *, decay: float = DEFAULT_DECAY, window: int = DEF
     falls back to its recent mean change.
     """
     losses = np.asarray(losses, dtype=float)
-    start = max(regime_start(losses[-window:]) + max(0, losses.size - window), 0)
+    start = max(regime_start(losses), losses.size - window, 0)
     return fit_curve(np.asarray(iters, dtype=float)[start:], losses[start:], decay=decay, window=window)
 
 
@@ -173,6 +227,38 @@ def _fallback(iters: np.ndarray, losses: np.ndarray) -> CurveFit:
     last_loss = float(losses[-1]) if losses.size else 0.0
     return CurveFit(
         MEAN_CHANGE, (0.0, 0.0, 0.0, 0.0), last_iter, last_loss, 1.0, last_iter, last_loss, _mean_change(iters, losses)
+    )
+
+
+def _geometric(iters: np.ndarray, losses: np.ndarray) -> CurveFit | None:
+    """The `exp` family through the last three points, when their two changes fall geometrically.
+
+    Too few points for a least-squares fit (a new job, or just after a jump)
+    but two decreasing changes c1 > c2 > 0: each later change is taken to be
+    mu = c2 / c1 times the one before, so the loss falls by c2 mu / (1 - mu)
+    more in all. None otherwise (the caller falls back to the mean change).
+    """
+    if iters.size < 3 or not np.all(np.isfinite(losses[-3:])):
+        return None
+    (k1, _, k3), (y1, y2, y3) = iters[-3:], losses[-3:]
+    c1, c2 = float(y1 - y2), float(y2 - y3)
+    step = (k3 - k1) / 2.0
+    if not (c1 > 0 and 0 < c2 < c1 and step > 0):
+        return None
+    mu = c2 / c1
+    rest = c2 * mu / (1.0 - mu)  # loss still to fall, in loss units
+    loc, scale = float(y3) - rest, rest
+    return CurveFit(
+        EXP,
+        (1.0, -math.log(mu) / step, 0.0, 0.0),
+        float(k3),
+        loc,
+        scale,
+        float(k3),
+        float(y3),
+        _mean_change(iters, losses),
+        0.0,
+        loc,
     )
 
 
@@ -299,7 +385,7 @@ def fit_curve(
     iters = np.asarray(iters, dtype=float)[-window:]
     losses = np.asarray(losses, dtype=float)[-window:]
     if iters.size < max(min_points, 3) or not np.all(np.isfinite(losses)):
-        return _fallback(iters, losses)
+        return _geometric(iters, losses) or _fallback(iters, losses)
     loc, hi = float(losses.min()), float(losses.max())
     scale = hi - loc
     if scale <= 1e-12 * max(1.0, abs(hi)):

@@ -9,15 +9,15 @@ from placer.sharing.slaq import JobState, SlaqAllocator
 
 
 def _drop_curve(k):
-    """Loss 10 - 0.1 k for k < 15, then a learning-rate drop by 3 and the same slope."""
-    return 10.0 - 0.1 * k - (3.0 if k >= 15 else 0.0)
+    """Loss 10 - 0.1 k for k < 25, then a learning-rate drop by 3 and the same slope."""
+    return 10.0 - 0.1 * k - (3.0 if k >= 25 else 0.0)
 
 
 def test_regime_starts_after_a_learning_rate_drop():
-    losses = [_drop_curve(k) for k in range(25)]
-    # changes: 0.1 each, then 3.1 into index 15 (31 times the largest of the 10 before).
-    assert slaq_curves.regime_start(losses) == 15
-    assert slaq_curves.regime_start(losses[:15]) == 0
+    losses = [_drop_curve(k) for k in range(35)]
+    # changes: -0.1 each (no spread: any other change is a jump), then -3.1 into index 25.
+    assert slaq_curves.regime_start(losses) == 25
+    assert slaq_curves.regime_start(losses[:25]) == 0
     noisy = 5.0 + 0.05 * np.random.default_rng(0).standard_normal(200)
     assert slaq_curves.regime_start(noisy) == 0  # steady noise is no jump
 
@@ -31,11 +31,11 @@ def _feed(job, curve, start, stop, allocator=None, slots=4):
 
 def test_job_state_fits_only_the_regime_after_a_jump():
     j = JobState("a")
-    _feed(j, _drop_curve, 0, 25)
+    _feed(j, _drop_curve, 0, 35)
     assert j.regime_points == 10
     fit = j.curve()
-    assert fit.k0 == 15  # nothing before the drop
-    assert slaq_curves.predict(fit, 30) == pytest.approx(_drop_curve(30), abs=0.05)
+    assert fit.k0 == 25  # nothing before the drop
+    assert slaq_curves.predict(fit, 40) == pytest.approx(_drop_curve(40), abs=0.05)
 
 
 def test_prediction_error_is_scored_per_allocation():
