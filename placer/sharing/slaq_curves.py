@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import warnings
 
 import numpy as np
@@ -119,10 +120,10 @@ def change_scale(previous_changes) -> tuple[float, float]:
     (a noisy point) moves neither; the deviation is at least 1e-9 of the
     largest change, so a noiseless straight line still has a scale.
     """
-    prev = np.asarray(previous_changes, dtype=float)
-    mid = float(np.median(prev))
-    mad = 1.4826 * float(np.median(np.abs(prev - mid)))
-    return mid, max(mad, 1e-9 * float(np.max(np.abs(prev))), 1e-12)
+    prev = [float(c) for c in previous_changes]  # a few dozen values: faster in Python than in numpy
+    mid = statistics.median(prev)
+    mad = 1.4826 * statistics.median([abs(c - mid) for c in prev])
+    return mid, max(mad, 1e-9 * max(abs(c) for c in prev), 1e-12)
 
 
 JUMP_SPAN = 3  # a jump may spread over this many changes (a drop takes an epoch or two to show; our choice)
@@ -150,10 +151,9 @@ def is_jump(previous_changes, change: float, *, steps: int = 1, factor: float | 
     >>> is_jump([0.1, -0.1] * 10, -0.9), is_jump([0.1, -0.1] * 10, -0.3)
     (True, False)
     """
-    prev = np.asarray(previous_changes, dtype=float)
-    if prev.size < JUMP_LOOKBACK:
+    if len(previous_changes) < JUMP_LOOKBACK:
         return False
-    mid, sd = change_scale(prev)
+    mid, sd = change_scale(previous_changes)
     return abs(change - steps * mid) > (JUMP_FACTOR if factor is None else factor) * sd
 
 
@@ -161,7 +161,8 @@ def track_regime(losses, regime: int, previous: int) -> tuple[int, int]:
     """The regime after the newest loss: (index of the regime's first loss, the regime before it).
 
     The newest loss y_n starts a regime at n - m + 1 when its change over the
-    last m <= JUMP_SPAN iterations is a jump (`is_jump`) against the changes
+    last m <= JUMP_SPAN iterations (from the median of the three losses up to
+    y_(n-m), so an outlier there is no base) is a jump (`is_jump`) against the changes
     before them (the longest such span wins, so a drop spread over a few
     iterations starts where it began), and that start is past the current
     regime's. A jump into the previous loss is undone when y_n came back
@@ -169,7 +170,7 @@ def track_regime(losses, regime: int, previous: int) -> tuple[int, int]:
 
     Args:
       losses: [n + 1] the losses so far, the newest last (a list or array; only the last
-        JUMP_SPAN + JUMP_LOOKBACK + 1 are read).
+        JUMP_SPAN + JUMP_LOOKBACK + 3 are read).
       regime: the current regime's first index.
       previous: the regime before it.
 
@@ -177,14 +178,17 @@ def track_regime(losses, regime: int, previous: int) -> tuple[int, int]:
       (regime, previous) after the newest loss.
     """
     n = len(losses) - 1
-    y = np.asarray(losses[max(0, n - JUMP_SPAN - JUMP_LOOKBACK) :], dtype=float)  # only the tail is read
+    y = np.asarray(losses[max(0, n - JUMP_SPAN - JUMP_LOOKBACK - 2) :], dtype=float)  # only the tail is read
     if n >= 2 and regime == n - 1 and abs(y[-1] - y[-3]) < abs(y[-1] - y[-2]):
-        regime = previous
+        return previous, previous  # the jump was an outlier; the loss that came back is no jump
     d = np.diff(y)
-    for m in range(1, min(JUMP_SPAN, d.size - JUMP_LOOKBACK) + 1):
+    for m in range(1, min(JUMP_SPAN, d.size - JUMP_LOOKBACK - 2) + 1):
         start = n - m + 1
         before = d[d.size - m - JUMP_LOOKBACK : d.size - m]
-        if start - 1 - JUMP_LOOKBACK >= regime and is_jump(before, float(y[-1] - y[-1 - m]), steps=m):
+        # The level before the span, whatever one outlier there: on a steady trend the median of
+        # three consecutive losses is the middle one, m + 1 iterations before y_n.
+        base = statistics.median(y[-m - 3 : -m])
+        if start - 1 - JUMP_LOOKBACK >= regime and is_jump(before, float(y[-1] - base), steps=m + 1):
             return start, regime
     return regime, previous
 
