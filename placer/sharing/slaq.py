@@ -49,7 +49,7 @@ normalised loss for the max-min objective is 1 (the worst).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -183,48 +183,65 @@ class SlaqAllocator:
         Returns:
           {job_id: slots}.
         """
-        n = len(jobs)
-        if n == 0:
+        if not jobs:
             return {}
         m = _model(jobs)
-        if num_slots < n:
-            first = _slot_keys(m, np.array([1.0]), self.epoch_s, self.objective, self.normalise)[:, 0]
-            chosen = set(np.argsort(-first, kind="stable")[: max(num_slots, 0)].tolist())
-            return {j.job_id: int(i in chosen) for i, j in enumerate(jobs)}
-        counts = self._extra_slots(m, num_slots - n)
-        return {j.job_id: 1 + int(c) for j, c in zip(jobs, counts, strict=True)}
 
-    def _extra_slots(self, m: dict[str, np.ndarray], extra: int) -> np.ndarray:
-        """[J] slots beyond the first per job: the `extra` largest keys (see module docstring)."""
-        n = m["code"].shape[0]
-        cap = np.minimum(m["cap"][:, 0], extra + 1.0)  # a job never needs more than all extra slots
-        if extra <= 0:
-            return np.zeros(n, dtype=np.int64)
-        width = int(min(max(4, 2 * math.ceil(extra / n) + 2), extra))
-        lengths = np.full(n, width)
-        todo = np.arange(n)
-        blocks: list[np.ndarray] = []  # [rows, width] keys of the jobs (re)computed in one round
-        owners: list[np.ndarray] = []  # [rows] job of each block row
-        while True:
-            sub = {k: v[todo] for k, v in m.items()}
-            block = _slot_keys(sub, np.arange(2.0, width + 2.0), self.epoch_s, self.objective, self.normalise)
-            for b, rows in zip(blocks, owners, strict=True):  # retire the widened jobs' old keys
-                old = np.isin(rows, todo)
-                if np.any(old):
-                    b[old] = -np.inf
-            blocks.append(block)
-            owners.append(todo)
-            lengths[todo] = width
-            flat = np.concatenate([b.ravel() for b in blocks])
-            owner = np.concatenate([np.repeat(rows, b.shape[1]) for b, rows in zip(blocks, owners, strict=True)])
-            take = min(extra, int(np.sum(np.isfinite(flat))))
-            if take == 0:
-                return np.zeros(n, dtype=np.int64)
-            top = np.argpartition(-flat, take - 1)[:take] if take < flat.size else np.arange(flat.size)
-            counts = np.bincount(owner[top], minlength=n)
-            # Jobs whose every candidate was taken may deserve more: widen them.
-            full = (counts >= lengths) & (lengths + 1 < cap)
-            if not np.any(full):
-                return counts
-            todo = np.flatnonzero(full)
-            width = int(min(4 * width, extra))
+        def keys_of(rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
+            sub = {k: v[rows] for k, v in m.items()}
+            return _slot_keys(sub, slots, self.epoch_s, self.objective, self.normalise)
+
+        counts = greedy_slots(keys_of, m["cap"][:, 0], num_slots)
+        return {j.job_id: int(c) for j, c in zip(jobs, counts, strict=True)}
+
+
+def greedy_slots(keys_of: Callable[[np.ndarray, np.ndarray], np.ndarray], caps: np.ndarray, num_slots: int):
+    """[J] slots per job by SLAQ's greedy rule over any keys (see the module docstring).
+
+    Each job gets one slot (with fewer slots than jobs, the jobs with the
+    largest first-slot keys get one each); every further slot goes to the
+    largest key left, computed lazily in widening blocks.
+
+    Args:
+      keys_of: keys_of(rows, slots) -> [len(rows), len(slots)] key of each listed job's s-th
+        slot, non-increasing in s, -inf beyond the job's cap (rows: job indices; slots: floats >= 1).
+      caps: [J] most slots each job can use (math.inf: unlimited).
+      num_slots: slots in the pool.
+    """
+    n = caps.size
+    if num_slots < n:
+        first = keys_of(np.arange(n), np.array([1.0]))[:, 0]
+        out = np.zeros(n, dtype=np.int64)
+        out[np.argsort(-first, kind="stable")[: max(num_slots, 0)]] = 1
+        return out
+    extra = num_slots - n
+    cap = np.minimum(caps, extra + 1.0)  # a job never needs more than all extra slots
+    if extra <= 0:
+        return np.ones(n, dtype=np.int64)
+    width = int(min(max(4, 2 * math.ceil(extra / n) + 2), extra))
+    lengths = np.full(n, width)
+    todo = np.arange(n)
+    blocks: list[np.ndarray] = []  # [rows, width] keys of the jobs (re)computed in one round
+    owners: list[np.ndarray] = []  # [rows] job of each block row
+    while True:
+        block = keys_of(todo, np.arange(2.0, width + 2.0))
+        for b, rows in zip(blocks, owners, strict=True):  # retire the widened jobs' old keys
+            old = np.isin(rows, todo)
+            if np.any(old):
+                b[old] = -np.inf
+        blocks.append(block)
+        owners.append(todo)
+        lengths[todo] = width
+        flat = np.concatenate([b.ravel() for b in blocks])
+        owner = np.concatenate([np.repeat(rows, b.shape[1]) for b, rows in zip(blocks, owners, strict=True)])
+        take = min(extra, int(np.sum(np.isfinite(flat))))
+        if take == 0:
+            return np.ones(n, dtype=np.int64)
+        top = np.argpartition(-flat, take - 1)[:take] if take < flat.size else np.arange(flat.size)
+        counts = np.bincount(owner[top], minlength=n)
+        # Jobs whose every candidate was taken may deserve more: widen them.
+        full = (counts >= lengths) & (lengths + 1 < cap)
+        if not np.any(full):
+            return 1 + counts
+        todo = np.flatnonzero(full)
+        width = int(min(4 * width, extra))
