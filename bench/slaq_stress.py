@@ -57,7 +57,8 @@ def _stages(n: int, drops: list[float], levels: list[float], start: float, taus:
 
 
 def _job(kind: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
-    """(clean loss [n + 1], cap c_k [n + 1], serial b_k [n + 1] as a fraction of a, drops, noise sd) of one kind."""
+    """(clean loss [n + 1], cap c_k [n + 1], serial b_k [n + 1] as a fraction of a, the iterations the
+    scheduled drops start at, noise sd) of one kind."""
     if kind in ("imagenet-step", "imagenet-growing-batch"):
         n = int(rng.integers(150, 200))  # 90 epochs, about two iterations per epoch
         drops = [30 / 90, 60 / 90, 80 / 90]
@@ -126,7 +127,8 @@ def _job(kind: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, n
         for f in drops[:2]:
             cap[k >= f * n] *= 4
             serial[k >= f * n] /= 4
-    return loss, np.minimum(cap, WIDTH), serial, np.array(drops), noise
+    first = [int(np.argmax(k >= f * n)) if kind == "detection-step" else int(round(f * n)) for f in drops]
+    return loss, np.minimum(cap, WIDTH), serial, first, noise
 
 
 KINDS = {  # kind: (jobs, one-slot seconds of work per iteration, range)
@@ -143,11 +145,20 @@ KINDS = {  # kind: (jobs, one-slot seconds of work per iteration, range)
 
 def stress_jobs(seed: int = SEED) -> list[TraceJob]:
     """The stress set's jobs (bursty arrivals, see `bursty_arrivals`), named <kind>-<i>."""
+    return _generate(seed)[0]
+
+
+def scheduled_drops(seed: int = SEED) -> dict[str, list[int]]:
+    """{job: iterations at which its learning-rate drops (or batch growths) start} of the stress set."""
+    return _generate(seed)[1]
+
+
+def _generate(seed: int) -> tuple[list[TraceJob], dict[str, list[int]]]:
     rng = np.random.default_rng(seed)
-    jobs = []
+    jobs, drops = [], {}
     for kind, (count, work) in KINDS.items():
         for i in range(count):
-            clean, cap, serial, _, noise = _job(kind, rng)
+            clean, cap, serial, drops[f"{kind}-{i}"], noise = _job(kind, rng)
             loss = clean * (1.0 + noise * rng.standard_normal(clean.size))
             loss[0] = clean[0]
             a = rng.uniform(*work)
@@ -160,7 +171,7 @@ def stress_jobs(seed: int = SEED) -> list[TraceJob]:
         TraceJob(jobs[i].job_id, float(t), jobs[i].losses, jobs[i].seconds)
         for i, t in zip(order, arrivals, strict=True)
     ]
-    return out
+    return out, drops
 
 
 def bursty_arrivals(count: int, rng: np.random.Generator) -> np.ndarray:
