@@ -19,9 +19,10 @@ stress set's ImageNet and CIFAR jobs) as convergence. Jobs past their knee
 get only the slots the others cannot use (`water_fill` first over the jobs
 before their knee, then the rest). Each job's ledger counts the slot-epochs
 its fair share would have given it and those it gave up; once it has given
-up YIELD_SHARE (10%) of its fair service it yields no more and keeps its
-fair share. So a job misjudged as past its knee loses at most a tenth of
-the service fair sharing would have given it, and a job whose knee or
+up YIELD_SHARE (20%) of its fair service it yields no more and keeps its
+fair share. So a job misjudged as past its knee loses at most a fifth of
+the service fair sharing would have given it (plus the one epoch that
+crosses the bound), and a job whose knee or
 budget cannot be told (no budget, a fresh regime, no fitted family) is
 never asked to yield: with no such job the result is `fair` itself. The
 delay metric (time to 90% of the reduction) does not count what a job past
@@ -43,7 +44,7 @@ from placer.sharing.slaq_state import JobState
 
 KNEE_PROGRESS = 0.9  # past the knee: 90% of the fitted reduction made (the delay metric's 90%)
 KNEE_BUDGET = 0.5  # ... and half the iterations run (our choice; step schedules drop at 30% to 75%)
-YIELD_SHARE = 0.1  # most a job gives up: a tenth of its fair-share slot-epochs (our choice)
+YIELD_SHARE = 0.2  # most a job gives up: a fifth of its fair-share slot-epochs (our choice, see BENCHMARKS)
 OBJECTIVES = {"total": "total", "maxmin": "min"}  # CLI name -> SlaqAllocator objective
 
 

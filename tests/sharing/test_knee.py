@@ -28,7 +28,7 @@ def test_a_job_past_its_knee_yields_once_per_tenth_of_its_fair_service():
     old = _job("old", _converged, 30, 40)
     young = _job("young", lambda k: 10.0 - 0.1 * k, 5, 100)
     assert old.fitted_progress() > 0.999
-    knee = KneeAllocator()
+    knee = KneeAllocator(yield_share=0.1)
     got = [knee.allocate([old, young], 6) for _ in range(22)]
     yielded = [n + 1 for n, a in enumerate(got) if a == {"old": 0, "young": 6}]
     assert yielded == [2, 12, 22]
