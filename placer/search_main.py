@@ -2,7 +2,7 @@
 
 Every epoch the pool's slots go to the searches by an allocator: `slaq-safe`
 (the default: the work-conserving fair share, in which a search past its knee,
-90% of its fitted loss reduction after half its steps, yields its slots to the
+99% of its fitted loss reduction after half its steps, yields its slots to the
 others up to a fifth of its fair share), `slaq` (most predicted loss reduction,
 discounted by each search's prediction error; Zhang et al., SoCC 2017), `fair`
 (the work-conserving fair share, the reference) or `fair-static` (an even
