@@ -15,6 +15,7 @@ LIGHT = [
     "placer.measure.bounds",
     "placer.sharing.slaq",
     "placer.sharing.slaq_state",
+    "placer.sharing.slaq_regimes",
     "placer.sharing.slaq_curves",
     "placer.sharing.allocators",
     "placer.sharing.replay",

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from placer.sharing import slaq_curves
+from placer.sharing import slaq_curves, slaq_regimes
 from placer.sharing.runtime_model import RuntimeModel, fit_runtime
 from placer.sharing.slaq_curves import CurveFit
 
@@ -25,7 +25,7 @@ class JobState:
     """One job's loss history and runtime observations, with cached models.
 
     The curve is fitted to the current regime only: a jump in the loss (see
-    slaq_curves.is_jump, e.g. a learning-rate drop) starts a new one. At each
+    slaq_regimes.is_jump, e.g. a learning-rate drop) starts a new one. At each
     allocation the fit the previous allocation used is scored on the newest
     loss (slaq_curves.progress_error); the last ERROR_EPOCHS scores are the
     job's running prediction error.
@@ -88,7 +88,7 @@ class JobState:
         if self._losses:
             self._max_change = max(self._max_change, abs(self._losses[-1] - float(loss)))
             self._losses.append(float(loss))  # track_regime reads the newest loss last
-            self._regime, self._previous_regime = slaq_curves.track_regime(
+            self._regime, self._previous_regime = slaq_regimes.track_regime(
                 self._losses, self._regime, self._previous_regime
             )
             self._losses.pop()

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from placer.sharing import slaq_curves
+from placer.sharing import slaq_curves, slaq_regimes
 from placer.sharing.allocators import FairAllocator, KneeAllocator, make_allocator
 from placer.sharing.slaq import SlaqAllocator
 from placer.sharing.slaq_state import JobState
@@ -17,10 +17,10 @@ def _drop_curve(k):
 def test_regime_starts_after_a_learning_rate_drop():
     losses = [_drop_curve(k) for k in range(35)]
     # changes: -0.1 each (no spread: any other change is a jump), then -3.1 into index 25.
-    assert slaq_curves.regime_start(losses) == 25
-    assert slaq_curves.regime_start(losses[:25]) == 0
+    assert slaq_regimes.regime_start(losses) == 25
+    assert slaq_regimes.regime_start(losses[:25]) == 0
     noisy = 5.0 + 0.05 * np.random.default_rng(0).standard_normal(200)
-    assert slaq_curves.regime_start(noisy) == 0  # steady noise is no jump
+    assert slaq_regimes.regime_start(noisy) == 0  # steady noise is no jump
 
 
 def _feed(job, curve, start, stop, allocator=None, slots=4):

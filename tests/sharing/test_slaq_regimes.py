@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from placer.sharing import slaq_curves
+from placer.sharing import slaq_curves, slaq_regimes
 from placer.sharing.slaq_state import JobState
 
 
@@ -20,9 +20,9 @@ def test_a_drop_spread_over_three_iterations_starts_a_regime_where_it_began():
     # 0.55 - median(1.02, 0.98, 0.85) + 3 x 0.04 = -0.31 (5.2 sds); over 3, 0.55 - median(1.02, 0.98,
     # 1.02) - 0 = -0.47 (7.9 sds): a jump, so the regime starts at 40, the first loss of the span.
     y = np.array([1.0 + 0.02 * (-1) ** k for k in range(40)] + [0.85, 0.70, 0.55, 0.55, 0.55])
-    assert slaq_curves.regime_start(y[:42]) == 0
-    assert slaq_curves.regime_start(y[:43]) == 40
-    assert slaq_curves.regime_start(y) == 40
+    assert slaq_regimes.regime_start(y[:42]) == 0
+    assert slaq_regimes.regime_start(y[:43]) == 40
+    assert slaq_regimes.regime_start(y) == 40
     # JobState finds the same regime one loss at a time.
     j = JobState("a")
     for k, loss in enumerate(y):
@@ -33,8 +33,8 @@ def test_a_drop_spread_over_three_iterations_starts_a_regime_where_it_began():
 def test_one_outlying_loss_is_not_a_regime():
     # A single loss 0.5 below the plateau, then back: a jump, undone by the next loss.
     y = np.concatenate([_noisy_plateau(40), [0.5], _noisy_plateau(5, 2)])
-    assert slaq_curves.regime_start(y[:41]) == 40  # the jump counts until the next loss says otherwise
-    assert slaq_curves.regime_start(y) == 0
+    assert slaq_regimes.regime_start(y[:41]) == 40  # the jump counts until the next loss says otherwise
+    assert slaq_regimes.regime_start(y) == 0
     j = JobState("a")
     for k, loss in enumerate(y):
         j.report(k, float(loss))
@@ -42,8 +42,8 @@ def test_one_outlying_loss_is_not_a_regime():
 
 
 def test_steady_noise_and_a_noiseless_line_are_no_jumps():
-    assert slaq_curves.regime_start(_noisy_plateau(300, 3)) == 0
-    assert slaq_curves.regime_start(10.0 - 0.1 * np.arange(60)) == 0
+    assert slaq_regimes.regime_start(_noisy_plateau(300, 3)) == 0
+    assert slaq_regimes.regime_start(10.0 - 0.1 * np.arange(60)) == 0
 
 
 def test_three_points_falling_geometrically_predict_the_rest_of_the_fall():
