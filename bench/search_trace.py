@@ -48,8 +48,7 @@ import time
 import numpy as np
 from absl import app, flags
 
-from bench import slaq as slaq_bench
-from bench import slaq_loss
+from bench import slaq_data, slaq_loss
 
 _STEPS = flags.DEFINE_integer("steps", 80, "REINFORCE iterations per search.")
 _PROCESSES = flags.DEFINE_integer("processes", 2, "Worker processes running searches (one per core).")
@@ -201,7 +200,7 @@ def main(argv) -> None:
     os.makedirs(os.path.dirname(_OUT.value) or ".", exist_ok=True)
     for s in SIGNALS:
         path = slaq_loss.signal_path(_OUT.value, s)
-        save_trace(path, slaq_bench.rearrive(traces[s], seed=0))
+        save_trace(path, slaq_data.rearrive(traces[s], seed=0))
         back = load_trace(path)  # the format reader accepts it
         print(f"wrote {path}: {len(back)} searches ({s} signal)")
     print(f"{len(todo)} searches of {_STEPS.value} iterations in {time.time() - t0:.0f} s")

@@ -8,8 +8,8 @@ all three (bench/data/search_trace.csv, search_trace_best.csv,
 search_trace_baseline.csv). For each signal:
 
 1. SLAQ's prediction error 10 iterations ahead on that signal's curves
-   (bench/slaq.py's prediction_error);
-2. SLAQ against `fair` at MAIN_SLOTS slots on the workloads bench/slaq.py draws
+   (bench/slaq_predict.py's prediction_error);
+2. SLAQ against `fair` at MAIN_SLOTS slots on the workloads bench/slaq_data.py draws
    (rearrive, one per seed), the allocator fed that signal, but the time to 90%
    always measured on the best-so-far signal (the quality a researcher gets
    from a search; TraceJob.eval_losses), so that the signals are comparable.
@@ -30,13 +30,13 @@ import time
 
 import numpy as np
 
-from bench import report
-from bench import slaq as slaq_bench
-from bench.slaq import SIGNAL_TRACES, signal_path, with_best_evaluation  # noqa: F401 (signal_path: bench API)
+from bench import report, slaq_data, slaq_predict, slaq_sharing
+from bench.slaq_data import SIGNAL_TRACES, signal_path, with_best_evaluation  # noqa: F401 (signal_path: bench API)
 from placer.sharing.report import DEFAULT_LOSS, LOSSES
 from placer.sharing.slaq_trace import TraceJob, load_trace
 
 SIGNALS = LOSSES
+MAIN_SLOTS = 32  # slots the signals are compared on
 FULL_SEEDS = 15  # workloads the SLAQ targets ask for
 
 
@@ -62,7 +62,7 @@ def winner(rows: dict[str, dict]) -> str:
 def _workload_t90(args: tuple) -> tuple[str, int, float, float]:
     """Worker: (signal, seed, jobs) -> (signal, seed, fair's mean time to 90%, SLAQ's), seconds."""
     signal, seed, jobs = args
-    share = slaq_bench.sharing([slaq_bench.rearrive(jobs, seed, slaq_bench.NUM_JOBS)], slaq_bench.MAIN_SLOTS, ("slaq",))
+    share = slaq_sharing.sharing([slaq_data.rearrive(jobs, seed, slaq_data.NUM_JOBS)], MAIN_SLOTS, ("slaq",))
     return signal, seed, share["fair"]["t90"], share["slaq"]["t90"]
 
 
@@ -75,7 +75,7 @@ def measure(seeds: list[int], processes: int) -> dict[str, dict]:
         done = pool.map(_workload_t90, todo, chunksize=1)
     rows = {}
     for s in SIGNALS:
-        pred = slaq_bench.prediction_error(traces[s])
+        pred = slaq_predict.prediction_error(traces[s])
         fair = np.array([f for sig, _, f, _ in done if sig == s])
         slaq = np.array([t for sig, _, _, t in done if sig == s])
         rows[s] = {
@@ -100,9 +100,9 @@ def lines(rows: dict[str, dict], seeds: list[int], jobs: list[TraceJob]) -> list
     out = [
         f"The recorded searches ({len(jobs)}: {len(jobs) - warm} from scratch, {warm} warm-started;",
         f"{jobs[0].iterations} iterations each) under each `--loss` signal. Prediction: `slaq_curves.recent_fit`",
-        f"{slaq_bench.AHEAD} iterations ahead on the signal's own curves, error relative to the recorded loss.",
-        f"Sharing: {slaq_bench.NUM_JOBS} jobs per workload drawn anew per seed, Poisson arrivals (mean",
-        f"{slaq_bench.MEAN_GAP_S:g} s), {slaq_bench.MAIN_SLOTS} slots, epochs of 5 s, medians over {len(seeds)} workloads",
+        f"{slaq_predict.AHEAD} iterations ahead on the signal's own curves, error relative to the recorded loss.",
+        f"Sharing: {slaq_data.NUM_JOBS} jobs per workload drawn anew per seed, Poisson arrivals (mean",
+        f"{slaq_data.MEAN_GAP_S:g} s), {MAIN_SLOTS} slots, epochs of 5 s, medians over {len(seeds)} workloads",
         f"(seeds {seeds[0]}..{seeds[-1]}), {scale}. SLAQ is fed the signal; the time to 90% is always",
         "measured on the best-so-far signal (sqrt of the best step time), whatever the allocator saw; jobs",
         "whose best never improved are left out of the mean. Change = median over workloads of",

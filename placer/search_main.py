@@ -1,17 +1,20 @@
 """placer-search: concurrent placement searches sharing a pool of measurement slots.
 
-Every epoch the pool's slots go to the searches by an allocator: `slaq` (most
-predicted loss reduction; Zhang et al., SoCC 2017), `slaq-safe` (the fair
-share, with a slot moved only where SLAQ's gain outweighs its prediction errors), `fair`
+Every epoch the pool's slots go to the searches by an allocator: `slaq-safe`
+(the default: the work-conserving fair share, in which a search past its knee,
+99% of its fitted loss reduction after half its steps, yields its slots to the
+others up to a fifth of its fair share), `slaq` (most predicted loss reduction,
+discounted by each search's prediction error; Zhang et al., SoCC 2017), `fair`
 (the work-conserving fair share, the reference) or `fair-static` (an even
 split that leaves a capped search's spare slots idle). `--policy=both` runs
-SLAQ then fair on the same jobs, `--policy=all` every allocator.
+SLAQ then fair on the same jobs, `--policy=all` every allocator, each line of
+the closing comparison giving both SLAQ metrics against fair in words.
 `--trace=FILE` replays a recorded trace CSV instead of running searches
 (no TensorFlow), writing the same outputs and tables.
 
 Example:
   placer-search --jobs=configs/searches/demo.py --slots=4 --policy=both --workdir=/tmp/search
-  placer-search --trace=bench/data/search_trace.csv --slots=32 --policy=all --workdir=/tmp/replay
+  placer-search --trace=bench/data/stress_trace.csv --slots=16 --policy=all --workdir=/tmp/replay
   placer-search --jobs=configs/searches/demo.py --slots=16 --engine=ray \
       --ray_address=HEAD:6379 --workdir=/tmp/search
   placer-search --jobs=configs/searches/demo.py:session --slots=2 --engine=ray \
@@ -35,7 +38,9 @@ _JOBS = flags.DEFINE_string("jobs", None, "Jobs file (a .py config), e.g. config
 _TRACE = flags.DEFINE_string("trace", None, "SLAQ trace CSV to replay instead of --jobs (docs/formats.md).")
 _SLOTS = flags.DEFINE_integer("slots", 4, "Measurement slots in the pool.")
 _EPOCH = flags.DEFINE_float("epoch_s", DEFAULT_EPOCH_S, "Seconds between reallocations of the slots.")
-_POLICY = flags.DEFINE_enum("policy", "slaq", [*ALLOCATORS, "both", "all"], "Slot allocator (both: slaq and fair).")
+_POLICY = flags.DEFINE_enum(
+    "policy", "slaq-safe", [*ALLOCATORS, "both", "all"], "Slot allocator (both: slaq and fair; all: every one)."
+)
 _OBJECTIVE = flags.DEFINE_enum(
     "objective", "total", list(OBJECTIVES), "SLAQ's objective: summed loss reduction, or the worst job first."
 )

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bench import slaq
+from bench import slaq_predict
 from placer.sharing.slaq_trace import TraceJob
 
 
@@ -18,7 +18,7 @@ def test_noise_floor_compares_each_predicted_point_with_its_neighbours():
     line = _job("line", np.linspace(2.0, 1.0, 41))
     zigzag = _job("zigzag", np.where(np.arange(41) % 2 == 0, 1.0, 3.0))
     odd = _job("odd", np.where(np.arange(42) % 2 == 0, 3.0, 1.0))  # points 20, 30, 40 are 3s
-    stats, per_job = slaq.noise_floor([line, zigzag, odd], ahead=10)
+    stats, per_job = slaq_predict.noise_floor([line, zigzag, odd], ahead=10)
     assert stats["fits"] == 7
     assert per_job["line"] == pytest.approx(0.0, abs=1e-12)
     assert per_job["zigzag"] == pytest.approx(2.0)

@@ -14,6 +14,8 @@ LIGHT = [
     "placer.measure.simulator",
     "placer.measure.bounds",
     "placer.sharing.slaq",
+    "placer.sharing.slaq_state",
+    "placer.sharing.slaq_regimes",
     "placer.sharing.slaq_curves",
     "placer.sharing.allocators",
     "placer.sharing.replay",

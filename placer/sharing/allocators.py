@@ -7,43 +7,46 @@ running JobStates, earliest first, and never hands out more than num_slots.
   comparison is made against: slots a capped job cannot use go to the others.
 * `fair-static`: an even split whose unusable part stays idle.
 * `slaq`: placer.sharing.slaq.SlaqAllocator (Zhang et al., SoCC 2017).
-* `slaq-safe`: the fair share, from which a slot moves only where SLAQ's
-  predictions say so with room to spare (`safe_swaps`).
+* `slaq-safe`: the fair share, except that a job past its knee yields its
+  slots to the jobs before theirs, within a bound on what it gives up.
 
-How SLAQ-safe allocates: it starts from `fair` and moves one slot at a time
-from a donor job to a receiver job, only while the move pays even if both
-jobs' predictions err against it. Let e be a job's running prediction error
-(JobState.prediction_error: the median miss of its last few scored
-predictions relative to the progress made; 1 or more is no better than a
-guess). The receiver's predicted gain from one more slot (slaq.marginal_gains,
-the key SLAQ ranks slots by) is shrunk to gain x max(1 - e, 0); the donor's
-predicted loss from giving up its last slot is grown to loss x (1 + e); the
-slot moves only if the first exceeds the second by more than SAFE_MARGIN
-(relative). Each move pairs the largest shrunk gain with the smallest grown
-loss, until that pair fails; a donor keeps SAFE_KEEP slots. A job with fewer
-than SAFE_MIN_EPOCHS scored predictions, or fewer than slaq_curves.MIN_POINTS
-losses since its latest jump, neither gives nor receives: it keeps exactly
-its fair share. So no job loses a slot except to one whose fit has held and
-predicts clearly more progress from it, and when no job can be predicted the
-result is `fair` itself. (A job with e >= 1 may still give slots its fit
-calls nearly worthless: its loss, though doubled or more, stays small.)
+How SLAQ-safe allocates (`KneeAllocator`). A job is past its knee when its
+fitted curve says it has made KNEE_PROGRESS (99%) of the loss reduction it
+will have made by the end of its budget (JobState.fitted_progress) and it
+has run at least KNEE_BUDGET (half) of its iterations: a flat curve earlier
+in a run is as likely a plateau before a scheduled learning-rate drop (the
+stress set's ImageNet and CIFAR jobs) as convergence, and the fit cannot see
+a later drop, so a job whose fit leaves it even 1% to gain (a detection run
+sitting just above its 90% mark before its last drop) keeps its share. Jobs past their knee
+get only the slots the others cannot use (`water_fill` first over the jobs
+before their knee, then the rest). Each job's ledger counts the slot-epochs
+its fair share would have given it and those it gave up; once it has given
+up YIELD_SHARE (20%) of its fair service it yields no more and keeps its
+fair share. So a job misjudged as past its knee loses at most a fifth of
+the service fair sharing would have given it (plus the one epoch that
+crosses the bound), and a job whose knee or
+budget cannot be told (no budget, a fresh regime, no fitted family) is
+never asked to yield: with no such job the result is `fair` itself. The
+delay metric (time to 90% of the reduction) does not count what a job past
+its true knee does, and its quality (already at 90% or more) stays in the
+running average while it runs longer, so yielding gains on both SLAQ
+metrics when the knee is right.
 
 numpy only (no TensorFlow).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from placer.sharing import slaq_curves
-from placer.sharing.slaq import DEFAULT_EPOCH_S, NORMALISERS, JobState, SlaqAllocator, marginal_gains
+from placer.sharing.slaq import DEFAULT_EPOCH_S, NORMALISERS, SlaqAllocator
+from placer.sharing.slaq_state import JobState
 
-SAFE_MARGIN = 0.5  # advantage a slot move needs beyond the prediction errors (our choice)
-SAFE_KEEP = 1  # slots a donor keeps (our choice)
-SAFE_MIN_EPOCHS = 2  # scored predictions a job needs before SLAQ-safe moves its slots (our choice)
+KNEE_PROGRESS = 0.99  # past the knee: 99% of the fitted reduction made (our choice, see BENCHMARKS)
+KNEE_BUDGET = 0.5  # ... and half the iterations run (our choice; step schedules drop at 30% to 75%)
+YIELD_SHARE = 0.2  # most a job gives up: a fifth of its fair-share slot-epochs (our choice, see BENCHMARKS)
 OBJECTIVES = {"total": "total", "maxmin": "min"}  # CLI name -> SlaqAllocator objective
 
 
@@ -62,7 +65,7 @@ def water_fill(caps: Sequence[float], num_slots: int) -> np.ndarray:
     Returns:
       [J] int slots per job.
 
-    >>> water_fill([1, math.inf, math.inf], 8).tolist()
+    >>> water_fill([1, float("inf"), float("inf")], 8).tolist()
     [1, 4, 3]
     """
     caps = np.asarray(caps, dtype=float)
@@ -122,84 +125,45 @@ class StaticFairAllocator:
         return out
 
 
-def scored_error(job: JobState) -> float:
-    """A job's running prediction error (JobState.prediction_error, >= 0) once SLAQ-safe may move
-    its slots; NaN before SAFE_MIN_EPOCHS scored predictions or while its current regime is too
-    short to fit (slaq_curves.MIN_POINTS losses since the latest jump)."""
-    err = job.prediction_error
-    if err is None or job.scored_epochs < SAFE_MIN_EPOCHS or job.regime_points < slaq_curves.MIN_POINTS:
-        return math.nan
-    return float(err)
+class KneeAllocator:
+    """SLAQ-safe: the work-conserving fair share, in which jobs past their knee yield to the others.
 
-
-def safe_swaps(
-    fair: np.ndarray, gains: np.ndarray, errors: np.ndarray, margin: float = SAFE_MARGIN, keep: int = SAFE_KEEP
-) -> np.ndarray:
-    """Moves slots away from a fair allocation only where the prediction errors cannot undo the gain.
-
-    A slot goes from donor d to receiver r while the receiver's pessimistic gain
-    beats the donor's optimistic loss by the margin:
-    gains[r, a_r] * max(1 - e_r, 0) > (1 + margin) * gains[d, a_d - 1] * (1 + e_d),
-    i.e. r's predicted gain shrunk by its error against d's predicted loss grown by
-    its error. Each step takes the largest pessimistic gain and the smallest
-    optimistic loss; marginal gains do not grow with slots, so it stops when the
-    best pair fails. Jobs with a NaN error never move; every donor keeps `keep` slots.
+    Stateful: it keeps each job's ledger of fair-share and given-up slot-epochs
+    (see the module docstring). Same interface as SlaqAllocator.
 
     Args:
-      fair: [J] int fair shares (water_fill).
-      gains: [J, C] predicted normalised gain of each job's s-th slot in column s - 1
-        (slaq.marginal_gains; -inf beyond a job's cap), C at least the most slots a job may get.
-      errors: [J] running prediction errors, >= 0 (NaN: the job keeps its fair share).
-      margin: relative advantage a move needs on top of the errors.
-      keep: fewest slots a donor is left with.
-
-    Returns:
-      [J] int slots per job, summing to fair.sum().
-
-    >>> safe_swaps(np.array([2, 2]), np.array([[9.0, 8.0, 7.0], [1.0, 1.0, 1.0]]), np.array([0.0, 0.0])).tolist()
-    [3, 1]
-    """
-    alloc = np.asarray(fair, dtype=np.int64).copy()
-    errors = np.asarray(errors, dtype=float)
-    width = gains.shape[1]
-    rows = np.arange(alloc.size)
-    movable = np.isfinite(errors)
-    shrink = np.where(movable, np.clip(1.0 - errors, 0.0, 1.0), 0.0)
-    for _ in range(int(alloc.sum())):
-        nxt = np.where(movable & (alloc < width), gains[rows, np.minimum(alloc, width - 1)], -np.inf)
-        cur = np.where(movable & (alloc > keep), gains[rows, np.maximum(alloc - 1, 0)], np.inf)
-        pessimistic = np.where(np.isfinite(nxt), np.maximum(nxt, 0.0) * shrink, -np.inf)
-        optimistic = np.maximum(cur, 0.0) * (1.0 + np.where(movable, errors, 0.0))
-        r, d = int(np.argmax(pessimistic)), int(np.argmin(optimistic))
-        if r == d or not pessimistic[r] > (1.0 + margin) * optimistic[d]:
-            break  # r == d: the job's own next gain is at most its last slot's, so no pair qualifies
-        alloc[r] += 1
-        alloc[d] -= 1
-    return alloc
-
-
-class SafeSlaqAllocator:
-    """SLAQ-safe: the fair share, with slots moved only where the predictions' errors cannot undo the gain.
-
-    Args:
-      epoch_s: seconds between reallocations.
-      normalise: a NORMALISERS entry (see placer.sharing.slaq).
-      **_: the other SlaqAllocator options (the objective), accepted and unused.
+      progress: fitted progress past which a job is past its knee (fraction of its reduction).
+      budget: fraction of its iterations a job must have run before it may be past its knee.
+      yield_share: fraction of its fair-share slot-epochs a job may give up in all.
+      **_: SlaqAllocator's options (epoch, objective, normaliser), accepted and unused.
     """
 
-    def __init__(self, *, epoch_s: float = DEFAULT_EPOCH_S, normalise: str = "max_change", **_):
-        self.epoch_s = float(epoch_s)
-        self.normalise = normalise
+    def __init__(
+        self, *, progress: float = KNEE_PROGRESS, budget: float = KNEE_BUDGET, yield_share: float = YIELD_SHARE, **_
+    ):
+        self.progress, self.budget, self.yield_share = progress, budget, yield_share
+        self.fair_service: dict[Hashable, float] = {}  # slot-epochs of fair share so far
+        self.given_up: dict[Hashable, float] = {}  # slot-epochs below the fair share so far
+
+    def past_knee(self, job: JobState) -> bool:
+        """Whether the job yields this epoch: past its knee and within its ledger's bound."""
+        n = job.total_iterations
+        if not n or job.iterations.size == 0 or job.iterations[-1] < self.budget * n:
+            return False
+        if self.given_up.get(job.job_id, 0.0) >= self.yield_share * self.fair_service.get(job.job_id, 0.0):
+            return False
+        return bool(job.fitted_progress() >= self.progress)  # NaN (cannot tell) is False
 
     def allocate(self, jobs: Sequence[JobState], num_slots: int) -> dict[Hashable, int]:
-        """{job_id: slots}: `water_fill`, then `safe_swaps` over the jobs' predicted marginal gains."""
-        if not jobs:
-            return {}
-        fair = water_fill(_caps(jobs), num_slots)
-        width = int(min(num_slots, max(_caps(jobs))))  # the most slots any job could end up with
-        gains = marginal_gains(jobs, width, epoch_s=self.epoch_s, normalise=self.normalise)
-        errors = np.array([scored_error(j) for j in jobs])
-        alloc = safe_swaps(fair, gains, errors)
+        """{job_id: slots}: `water_fill` over the jobs before their knee, what they cannot use to the others."""
+        caps = np.asarray(_caps(jobs), dtype=float)
+        fair = water_fill(caps, num_slots)
+        past = np.array([self.past_knee(j) for j in jobs], dtype=bool)
+        alloc = water_fill(np.where(past, 0.0, caps), num_slots)
+        alloc += water_fill(np.where(past, caps, 0.0), num_slots - int(alloc.sum()))
+        for j, f, a in zip(jobs, fair, alloc, strict=True):
+            self.fair_service[j.job_id] = self.fair_service.get(j.job_id, 0.0) + float(f)
+            self.given_up[j.job_id] = self.given_up.get(j.job_id, 0.0) + float(max(f - a, 0))
         return {j.job_id: int(a) for j, a in zip(jobs, alloc, strict=True)}
 
 
@@ -221,7 +185,7 @@ def make_allocator(
     options = {"objective": OBJECTIVES[objective], "epoch_s": epoch_s, "normalise": normalise}
     makers = {
         "slaq": lambda: SlaqAllocator(**options),
-        "slaq-safe": lambda: SafeSlaqAllocator(**options),
+        "slaq-safe": KneeAllocator,
         "fair": FairAllocator,
         "fair-static": StaticFairAllocator,
     }

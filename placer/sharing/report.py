@@ -201,43 +201,66 @@ def _fmt(x, spec: str = ".1f") -> str:
 
 
 def format_table(summary: dict) -> str:
-    """A text table of one run: per job its status, iterations, best step time and times to 80/90/95%."""
+    """A text table of one run: per job its status, iterations, best so far and times to 80/90/95%.
+
+    A live run's best is its best step time (seconds); a replayed trace's
+    (summary "trace") is its lowest recorded loss, in the trace's units.
+    """
     keys = [f"{int(f * 100)}%" for f in TARGETS]
+    best_cell = (lambda x: _fmt(x, ".3g")) if summary.get("trace") else fmt.seconds
     rows = [
-        [j["name"], j["status"], j["iterations"], fmt.seconds(j["best_step_time"])]
+        [j["name"], j["status"], j["iterations"], best_cell(j["best_step_time"])]
         + [_fmt(j["time_to"][k]) for k in keys]
         for j in summary["jobs"]
     ]
     rows.append(["mean", "", "", ""] + [_fmt(summary["mean_time_to"][k]) for k in keys])
+    best = "lowest loss" if summary.get("trace") else "best step time"
     table = tabulate.tabulate(
-        rows, headers=["job", "status", "iters", "best step time"] + [f"t{k}" for k in keys], disable_numparse=True
+        rows, headers=["job", "status", "iters", best] + [f"t{k}" for k in keys], disable_numparse=True
     )
+    window = summary.get("smooth_iterations", SMOOTH)
+    loss = f"trailing mean over {window} iterations of its loss" if window > 1 else "loss as recorded"
     lines = [
-        f"policy {summary['policy']}: {len(summary['jobs'])} searches on {summary['slots']} slots, "
+        f"policy {summary['policy']}: {len(summary['jobs'])} jobs on {summary['slots']} slots, "
         f"epoch {summary['epoch_s']:g} s, {summary['wall_s']:.1f} s",
         table,
-        "t80%..t95%: seconds from a search's start to 80/90/95% of its total (smoothed) loss "
-        "reduction; '-' when its loss did not fall",
+        f"t80%..t95%: seconds from a job's start until its {loss} first fell by 80/90/95% of its total "
+        "reduction; '-' when it did not fall",
         f"average normalised quality: {_fmt(summary['average_quality'], '.3f')}",
     ]
     lines += [f"{j['name']} failed: {j['error']}" for j in summary["jobs"] if j["status"] == "failed"]
     return "\n".join(lines)
 
 
+def _direction(ratio: float, up: str, down: str) -> str:
+    """'9.8% slower' style words for a ratio - 1 (up: the word for a rise)."""
+    if ratio == 0:
+        return "the same as"
+    return f"{abs(ratio):.1%} {up if ratio > 0 else down} than"
+
+
 def compare_to_fair(summaries: dict[str, dict]) -> str:
-    """One line per allocator against the work-conserving fair share: mean seconds to 90%
-    and average quality, with the signed change in time (negative: sooner than fair)."""
+    """One line per allocator against the work-conserving fair share, both SLAQ metrics in words.
+
+    The mean time to 90% is taken over the same jobs for both: those that
+    reached 90% of their reduction under both allocators (a job that never
+    did has no time to average). Average normalised quality is the run's own.
+    """
     fair = summaries["fair"]
-    f90 = fair["mean_time_to"]["90%"]
+    fair90 = {j["name"]: j["time_to"]["90%"] for j in fair["jobs"]}
     lines = []
     for name, s in summaries.items():
         if name == "fair":
             continue
-        t90 = s["mean_time_to"]["90%"]
-        change = f"{t90 / f90 - 1:+.1%}" if t90 is not None and f90 else "-"
+        mine = {j["name"]: j["time_to"]["90%"] for j in s["jobs"]}
+        both = [n for n in mine if mine[n] is not None and fair90.get(n) is not None]
+        t, f = (float(np.mean([d[n] for n in both])) if both else None for d in (mine, fair90))
+        delay = f"{_direction(t / f - 1, 'slower', 'sooner')} fair ({f:.1f} s)" if both and f else "-"
+        q, fq = s["average_quality"], fair["average_quality"]
+        quality = f"{_direction(q / fq - 1, 'higher', 'lower')} fair ({fq:.3f})" if q is not None and fq else "-"
         lines.append(
-            f"{name} vs fair: mean seconds to 90% {_fmt(t90)} vs {_fmt(f90)} ({change}); "
-            f"average normalised quality {_fmt(s['average_quality'], '.3f')} vs {_fmt(fair['average_quality'], '.3f')}"
+            f"{name}: mean time to 90% {_fmt(t)} s, {delay}, over the {len(both)} jobs that reached 90% "
+            f"under both; average normalised quality {_fmt(q, '.3f')}, {quality}"
         )
     return "\n".join(lines)
 

@@ -24,7 +24,7 @@ from placer.rl import rl_math
 from placer.rl.reinforce import Trainer
 from placer.sharing import report as search_report
 from placer.sharing.report import JobCurve
-from placer.sharing.slaq import JobState
+from placer.sharing.slaq_state import JobState
 
 STATE_FILE = "sharing_state.json"  # in the search's trainer folder
 
@@ -64,7 +64,7 @@ class Search:
         self.workdir = workdir
         self.lock = lock
         self.wake = wake
-        self.state = JobState(self.name, max_slots=prep.spec.max_slots)
+        self.state = JobState(self.name, max_slots=prep.spec.max_slots, total_iterations=prep.spec.steps)
         self.curve = JobCurve(self.name)
         self.slots: list[int] = []
         self.stop = False

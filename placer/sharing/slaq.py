@@ -17,7 +17,8 @@ How one epoch is allocated (`SlaqAllocator.allocate`):
   reduction over the epoch (P_j from its CurveFit, k its last iteration) over
   its largest loss change so far m_j.
 * Greedy allocation hands each further slot to the job with the largest
-  marginal gain g_j(s + 1) - g_j(s). Gains shrink as slots grow (diminishing
+  marginal gain g_j(s + 1) - g_j(s), discounted by how far the job's recent
+  predictions missed (times JobState.trust = 1 - its running prediction error). Gains shrink as slots grow (diminishing
   returns; the marginals are made non-increasing by a running minimum), so the
   greedy result, which a heap with lazy updates would compute slot by slot,
   equals taking the (num_slots - num_jobs) largest marginals over all jobs.
@@ -48,183 +49,15 @@ normalised loss for the max-min objective is 1 (the worst).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
 from placer.sharing import slaq_curves
-from placer.sharing.runtime_model import RuntimeModel, fit_runtime, iteration_seconds, stack_profiles
-from placer.sharing.slaq_curves import CurveFit
+from placer.sharing.runtime_model import iteration_seconds, stack_profiles
+from placer.sharing.slaq_state import JobState
 
-_RUNTIME_WINDOW = 50  # most recent (slots, seconds) observations behind the runtime model (our choice)
 DEFAULT_EPOCH_S = 5.0  # seconds between reallocations, everywhere (SLAQ reallocates every few seconds)
-ERROR_EPOCHS = 5  # epochs behind a job's running prediction error (our choice)
-PROFILE_TOLERANCE = 0.02  # slot counts within 2% of a profile's fastest count as no faster (our choice)
-
-
-class JobState:
-    """One job's loss history and runtime observations, with cached models.
-
-    The curve is fitted to the current regime only: a jump in the loss (see
-    slaq_curves.is_jump, e.g. a learning-rate drop) starts a new one. At each
-    allocation the fit the previous allocation used is scored on the newest
-    loss (slaq_curves.progress_error); the last ERROR_EPOCHS scores are the
-    job's running prediction error.
-
-    Attributes:
-      job_id: hashable key of the job in allocations.
-      max_slots: most slots the job can use (e.g. a search's samples per step); None = unlimited.
-      profile: [M] measured seconds per iteration on 1..M slots, or None: the
-        runtime model then is a / s + b fitted to the observations.
-    """
-
-    def __init__(
-        self,
-        job_id: Hashable,
-        *,
-        max_slots: int | None = None,
-        decay: float = slaq_curves.DEFAULT_DECAY,
-        window: int = slaq_curves.DEFAULT_WINDOW,
-        profile=None,
-    ):
-        self.job_id = job_id
-        self.max_slots = max_slots
-        self.profile = None if profile is None else np.asarray(profile, dtype=float)
-        if self.profile is not None and (self.profile.size == 0 or not np.all(self.profile > 0)):
-            raise ValueError(f"job {job_id}: profile must be positive seconds, got {profile!r}")
-        self._regime = 0  # index of the first loss of the current regime
-        self._scored: CurveFit | None = None  # the fit the last allocation used
-        self._errors: list[float] = []
-        self._decay = decay
-        self._window = window
-        self._iters: list[float] = []
-        self._losses: list[float] = []
-        self._max_change = 0.0
-        self._slots: list[float] = []
-        self._seconds: list[float] = []
-        self._fit: CurveFit | None = None
-        self._runtime: RuntimeModel | None = None
-        self._row: tuple | None = None
-
-    def report(self, iteration: float, loss: float, seconds: float | None = None, slots: int | None = None) -> None:
-        """Records one finished iteration.
-
-        Args:
-          iteration: iteration number, increasing (0 for the initial loss).
-          loss: loss after it (for a placement search: mean sqrt step time, seconds^0.5).
-          seconds: wall seconds the iteration took, or None (e.g. the initial loss).
-          slots: slots the job held during it, or None.
-        """
-        if self._iters and iteration <= self._iters[-1]:
-            raise ValueError(f"job {self.job_id}: iteration {iteration} after {self._iters[-1]}")
-        if self._losses:
-            self._max_change = max(self._max_change, abs(self._losses[-1] - float(loss)))
-            recent = np.asarray(self._losses[-slaq_curves.JUMP_LOOKBACK - 1 :])
-            if slaq_curves.is_jump(np.diff(recent), float(loss) - recent[-1]):
-                self._regime = len(self._losses)
-        self._iters.append(float(iteration))
-        self._losses.append(float(loss))
-        self._fit = None
-        self._row = None
-        if seconds is not None and slots is not None and slots >= 1 and seconds > 0:
-            self._slots.append(float(slots))
-            self._seconds.append(float(seconds))
-            self._runtime = None
-
-    @property
-    def iterations(self) -> np.ndarray:
-        return np.asarray(self._iters)
-
-    @property
-    def losses(self) -> np.ndarray:
-        return np.asarray(self._losses)
-
-    @property
-    def cap(self) -> float:
-        """Most slots worth giving: max_slots, and no more than the fewest slots whose measured
-        seconds per iteration are within PROFILE_TOLERANCE of the profile's fastest."""
-        cap = float(self.max_slots) if self.max_slots else math.inf
-        if self.profile is not None:
-            fast = self.profile <= (1.0 + PROFILE_TOLERANCE) * self.profile.min()
-            cap = min(cap, float(np.argmax(fast) + 1))
-        return cap
-
-    @property
-    def prediction_error(self) -> float | None:
-        """Median progress error of the last ERROR_EPOCHS scored predictions; None before any."""
-        return float(np.median(self._errors)) if self._errors else None
-
-    @property
-    def scored_epochs(self) -> int:
-        """Predictions scored so far, at most ERROR_EPOCHS."""
-        return len(self._errors)
-
-    @property
-    def regime_points(self) -> int:
-        """Losses since the latest jump."""
-        return len(self._losses) - self._regime
-
-    @property
-    def max_change(self) -> float:
-        """Largest absolute loss change between consecutive reports so far."""
-        return self._max_change
-
-    def curve(self) -> CurveFit:
-        """The loss-curve fit of the recent history (refitted after new reports)."""
-        if self._fit is None:
-            start = max(self._regime, len(self._iters) - self._window)
-            self._fit = slaq_curves.fit_curve(
-                self._iters[start:], self._losses[start:], decay=self._decay, window=self._window
-            )
-        return self._fit
-
-    def runtime(self) -> RuntimeModel:
-        """Seconds per iteration as a function of slots, fitted to recent observations."""
-        if self._runtime is None:
-            self._runtime = fit_runtime(self._slots[-_RUNTIME_WINDOW:], self._seconds[-_RUNTIME_WINDOW:])
-        return self._runtime
-
-    def model_row(self) -> tuple:
-        """Everything the vectorised allocator needs, as one row of floats (cached until the next report)."""
-        if self._row is None:
-            self._row = self._make_row()
-        return self._row
-
-    def _score(self) -> None:
-        """Scores the previous allocation's fit on the newest loss (once per allocation)."""
-        old = self._scored
-        if old is not None and self._iters and self._iters[-1] > old.last_iter:
-            self._errors = [*self._errors, slaq_curves.progress_error(old, self._iters[-1], self._losses[-1])]
-            self._errors = self._errors[-ERROR_EPOCHS:]
-        self._scored = None
-
-    def _make_row(self) -> tuple:
-        self._score()
-        cap = self.cap
-        rt = self.runtime()
-        if len(self._losses) < 2 or self._max_change <= 0:
-            last = self._losses[-1] if self._losses else 0.0
-            it = self._iters[-1] if self._iters else 0.0
-            # Unknown curve: one normalised unit per iteration (see module docstring).
-            return (0, 0.0, 0.0, 0.0, 0.0, it, 0.0, 1.0, it, last, 1.0, 1.0, rt.a, rt.b, cap, last, -math.inf)
-        f = self.curve()
-        self._scored = f
-        return (
-            f.code,
-            *f.params,
-            f.k0,
-            f.loc,
-            f.scale,
-            f.last_iter,
-            f.last_loss,
-            f.mean_change,
-            self._max_change,
-            rt.a,
-            rt.b,
-            cap,
-            self._losses[0],
-            f.asymptote,
-        )
 
 
 def _unpack(rows: np.ndarray) -> dict[str, np.ndarray]:
@@ -246,6 +79,7 @@ def _unpack(rows: np.ndarray) -> dict[str, np.ndarray]:
         "cap",
         "first_loss",
         "asymptote",
+        "trust",
     )
     return {n: rows[:, i : i + 1] for i, n in enumerate(names)}
 
@@ -292,7 +126,7 @@ def _slot_keys(
         marginal = np.minimum.accumulate(np.diff(gain, axis=1), axis=1)  # non-increasing in s
         marginal = np.maximum(np.nan_to_num(marginal, nan=0.0), 0.0)
         if objective == "total":
-            keys = marginal
+            keys = marginal * m["trust"]  # uncertain gains discounted (JobState.trust)
         else:
             span = _fitted_span(m)
             q = np.where(np.isnan(span), 1.0, (loss[:, :-1] - m["asymptote"]) / span)
@@ -308,17 +142,6 @@ def _model(jobs: Sequence[JobState]) -> dict[str, np.ndarray]:
     if profiles is not None:
         m["profile"] = profiles
     return m
-
-
-def marginal_gains(
-    jobs: Sequence[JobState], max_slots: int, *, epoch_s: float = DEFAULT_EPOCH_S, normalise: str = "max_change"
-) -> np.ndarray:
-    """[J, max_slots] predicted normalised gain g_j(s) - g_j(s - 1) of each job's s-th slot over an
-    epoch of epoch_s seconds (column s - 1; the total objective's key, non-increasing in s), -inf
-    beyond a job's cap; normalise is a NORMALISERS entry."""
-    if not jobs or max_slots < 1:
-        return np.zeros((len(jobs), max(max_slots, 0)))
-    return _slot_keys(_model(jobs), np.arange(1.0, max_slots + 1.0), epoch_s, "total", normalise)
 
 
 class SlaqAllocator:
@@ -360,48 +183,65 @@ class SlaqAllocator:
         Returns:
           {job_id: slots}.
         """
-        n = len(jobs)
-        if n == 0:
+        if not jobs:
             return {}
         m = _model(jobs)
-        if num_slots < n:
-            first = _slot_keys(m, np.array([1.0]), self.epoch_s, self.objective, self.normalise)[:, 0]
-            chosen = set(np.argsort(-first, kind="stable")[: max(num_slots, 0)].tolist())
-            return {j.job_id: int(i in chosen) for i, j in enumerate(jobs)}
-        counts = self._extra_slots(m, num_slots - n)
-        return {j.job_id: 1 + int(c) for j, c in zip(jobs, counts, strict=True)}
 
-    def _extra_slots(self, m: dict[str, np.ndarray], extra: int) -> np.ndarray:
-        """[J] slots beyond the first per job: the `extra` largest keys (see module docstring)."""
-        n = m["code"].shape[0]
-        cap = np.minimum(m["cap"][:, 0], extra + 1.0)  # a job never needs more than all extra slots
-        if extra <= 0:
-            return np.zeros(n, dtype=np.int64)
-        width = int(min(max(4, 2 * math.ceil(extra / n) + 2), extra))
-        lengths = np.full(n, width)
-        todo = np.arange(n)
-        blocks: list[np.ndarray] = []  # [rows, width] keys of the jobs (re)computed in one round
-        owners: list[np.ndarray] = []  # [rows] job of each block row
-        while True:
-            sub = {k: v[todo] for k, v in m.items()}
-            block = _slot_keys(sub, np.arange(2.0, width + 2.0), self.epoch_s, self.objective, self.normalise)
-            for b, rows in zip(blocks, owners, strict=True):  # retire the widened jobs' old keys
-                old = np.isin(rows, todo)
-                if np.any(old):
-                    b[old] = -np.inf
-            blocks.append(block)
-            owners.append(todo)
-            lengths[todo] = width
-            flat = np.concatenate([b.ravel() for b in blocks])
-            owner = np.concatenate([np.repeat(rows, b.shape[1]) for b, rows in zip(blocks, owners, strict=True)])
-            take = min(extra, int(np.sum(np.isfinite(flat))))
-            if take == 0:
-                return np.zeros(n, dtype=np.int64)
-            top = np.argpartition(-flat, take - 1)[:take] if take < flat.size else np.arange(flat.size)
-            counts = np.bincount(owner[top], minlength=n)
-            # Jobs whose every candidate was taken may deserve more: widen them.
-            full = (counts >= lengths) & (lengths + 1 < cap)
-            if not np.any(full):
-                return counts
-            todo = np.flatnonzero(full)
-            width = int(min(4 * width, extra))
+        def keys_of(rows: np.ndarray, slots: np.ndarray) -> np.ndarray:
+            sub = {k: v[rows] for k, v in m.items()}
+            return _slot_keys(sub, slots, self.epoch_s, self.objective, self.normalise)
+
+        counts = greedy_slots(keys_of, m["cap"][:, 0], num_slots)
+        return {j.job_id: int(c) for j, c in zip(jobs, counts, strict=True)}
+
+
+def greedy_slots(keys_of: Callable[[np.ndarray, np.ndarray], np.ndarray], caps: np.ndarray, num_slots: int):
+    """[J] slots per job by SLAQ's greedy rule over any keys (see the module docstring).
+
+    Each job gets one slot (with fewer slots than jobs, the jobs with the
+    largest first-slot keys get one each); every further slot goes to the
+    largest key left, computed lazily in widening blocks.
+
+    Args:
+      keys_of: keys_of(rows, slots) -> [len(rows), len(slots)] key of each listed job's s-th
+        slot, non-increasing in s, -inf beyond the job's cap (rows: job indices; slots: floats >= 1).
+      caps: [J] most slots each job can use (math.inf: unlimited).
+      num_slots: slots in the pool.
+    """
+    n = caps.size
+    if num_slots < n:
+        first = keys_of(np.arange(n), np.array([1.0]))[:, 0]
+        out = np.zeros(n, dtype=np.int64)
+        out[np.argsort(-first, kind="stable")[: max(num_slots, 0)]] = 1
+        return out
+    extra = num_slots - n
+    cap = np.minimum(caps, extra + 1.0)  # a job never needs more than all extra slots
+    if extra <= 0:
+        return np.ones(n, dtype=np.int64)
+    width = int(min(max(4, 2 * math.ceil(extra / n) + 2), extra))
+    lengths = np.full(n, width)
+    todo = np.arange(n)
+    blocks: list[np.ndarray] = []  # [rows, width] keys of the jobs (re)computed in one round
+    owners: list[np.ndarray] = []  # [rows] job of each block row
+    while True:
+        block = keys_of(todo, np.arange(2.0, width + 2.0))
+        for b, rows in zip(blocks, owners, strict=True):  # retire the widened jobs' old keys
+            old = np.isin(rows, todo)
+            if np.any(old):
+                b[old] = -np.inf
+        blocks.append(block)
+        owners.append(todo)
+        lengths[todo] = width
+        flat = np.concatenate([b.ravel() for b in blocks])
+        owner = np.concatenate([np.repeat(rows, b.shape[1]) for b, rows in zip(blocks, owners, strict=True)])
+        take = min(extra, int(np.sum(np.isfinite(flat))))
+        if take == 0:
+            return np.ones(n, dtype=np.int64)
+        top = np.argpartition(-flat, take - 1)[:take] if take < flat.size else np.arange(flat.size)
+        counts = np.bincount(owner[top], minlength=n)
+        # Jobs whose every candidate was taken may deserve more: widen them.
+        full = (counts >= lengths) & (lengths + 1 < cap)
+        if not np.any(full):
+            return 1 + counts
+        todo = np.flatnonzero(full)
+        width = int(min(4 * width, extra))

@@ -23,6 +23,8 @@ import warnings
 import numpy as np
 from scipy import optimize
 
+from placer.sharing.slaq_regimes import regime_start
+
 # Family names; the code is the index used by the vectorised evaluation.
 MEAN_CHANGE = "mean_change"  # fallback: recent mean change per iteration, extrapolated linearly
 INV_QUAD = "inv_quad"  # 1 / (a x^2 + b x + c) + d
@@ -108,46 +110,6 @@ def _family_z(code: int | np.ndarray, p: np.ndarray, x: np.ndarray) -> np.ndarra
     return np.where(code == 1, quad, np.where(code == 2, lin, exp))
 
 
-JUMP_FACTOR = 4.0  # a change this many times the largest of the previous JUMP_LOOKBACK is a jump (our choice)
-JUMP_LOOKBACK = 10  # changes a jump is compared with (our choice)
-
-
-def is_jump(previous_changes, change: float, *, factor: float = JUMP_FACTOR) -> bool:
-    """Whether a loss change starts a new regime (e.g. a learning-rate drop).
-
-    A smooth convergence curve changes less each iteration, and noise of a
-    steady size rarely changes by several times its own largest recent swing,
-    so a change over `factor` times the largest of the previous ones marks a
-    jump or the end of a plateau.
-
-    Args:
-      previous_changes: [JUMP_LOOKBACK] the changes before it (absolute or signed).
-      change: the newest change.
-      factor: threshold ratio.
-
-    Returns:
-      False while fewer than JUMP_LOOKBACK changes precede it.
-
-    >>> is_jump([0.1] * 10, -0.5), is_jump([0.1] * 10, -0.3)
-    (True, False)
-    """
-    prev = np.abs(np.asarray(previous_changes, dtype=float))
-    return prev.size >= JUMP_LOOKBACK and abs(change) > factor * float(prev.max())
-
-
-def regime_start(losses, *, factor: float = JUMP_FACTOR) -> int:
-    """Index of the first loss after the latest jump (see `is_jump`); 0 if none.
-
-    Args:
-      losses: [N] a job's losses in order of iteration.
-    """
-    d = np.diff(np.asarray(losses, dtype=float))
-    for i in range(d.size - 1, JUMP_LOOKBACK - 1, -1):
-        if is_jump(d[i - JUMP_LOOKBACK : i], d[i], factor=factor):
-            return i + 1
-    return 0
-
-
 def recent_fit(iters, losses, *, decay: float = DEFAULT_DECAY, window: int = DEFAULT_WINDOW) -> CurveFit:
     """`fit_curve` on the current regime only: the points since the latest jump, within the window.
 
@@ -155,7 +117,7 @@ def recent_fit(iters, losses, *, decay: float = DEFAULT_DECAY, window: int = DEF
     falls back to its recent mean change.
     """
     losses = np.asarray(losses, dtype=float)
-    start = max(regime_start(losses[-window:]) + max(0, losses.size - window), 0)
+    start = max(regime_start(losses), losses.size - window, 0)
     return fit_curve(np.asarray(iters, dtype=float)[start:], losses[start:], decay=decay, window=window)
 
 
@@ -173,6 +135,38 @@ def _fallback(iters: np.ndarray, losses: np.ndarray) -> CurveFit:
     last_loss = float(losses[-1]) if losses.size else 0.0
     return CurveFit(
         MEAN_CHANGE, (0.0, 0.0, 0.0, 0.0), last_iter, last_loss, 1.0, last_iter, last_loss, _mean_change(iters, losses)
+    )
+
+
+def _geometric(iters: np.ndarray, losses: np.ndarray) -> CurveFit | None:
+    """The `exp` family through the last three points, when their two changes fall geometrically.
+
+    Too few points for a least-squares fit (a new job, or just after a jump)
+    but two decreasing changes c1 > c2 > 0: each later change is taken to be
+    mu = c2 / c1 times the one before, so the loss falls by c2 mu / (1 - mu)
+    more in all. None otherwise (the caller falls back to the mean change).
+    """
+    if iters.size < 3 or not np.all(np.isfinite(losses[-3:])):
+        return None
+    (k1, _, k3), (y1, y2, y3) = iters[-3:], losses[-3:]
+    c1, c2 = float(y1 - y2), float(y2 - y3)
+    step = (k3 - k1) / 2.0
+    if not (c1 > 0 and 0 < c2 < c1 and step > 0):
+        return None
+    mu = c2 / c1
+    rest = c2 * mu / (1.0 - mu)  # loss still to fall, in loss units
+    loc, scale = float(y3) - rest, rest
+    return CurveFit(
+        EXP,
+        (1.0, -math.log(mu) / step, 0.0, 0.0),
+        float(k3),
+        loc,
+        scale,
+        float(k3),
+        float(y3),
+        _mean_change(iters, losses),
+        0.0,
+        loc,
     )
 
 
@@ -299,7 +293,7 @@ def fit_curve(
     iters = np.asarray(iters, dtype=float)[-window:]
     losses = np.asarray(losses, dtype=float)[-window:]
     if iters.size < max(min_points, 3) or not np.all(np.isfinite(losses)):
-        return _fallback(iters, losses)
+        return _geometric(iters, losses) or _fallback(iters, losses)
     loc, hi = float(losses.min()), float(losses.max())
     scale = hi - loc
     if scale <= 1e-12 * max(1.0, abs(hi)):

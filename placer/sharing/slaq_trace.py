@@ -21,7 +21,7 @@ import numpy as np
 
 from placer.core import atomic
 from placer.core.errors import InputError
-from placer.sharing.slaq import JobState
+from placer.sharing.slaq_state import JobState
 
 TARGETS = (0.8, 0.9, 0.95)  # fractions of a job's total loss reduction reported by simulate_sharing
 
@@ -232,7 +232,13 @@ class SharingResult:
 
 
 def simulate_sharing(
-    jobs: Sequence[TraceJob], allocator, num_slots: int, *, epoch_s: float, horizon_s: float
+    jobs: Sequence[TraceJob],
+    allocator,
+    num_slots: int,
+    *,
+    epoch_s: float,
+    horizon_s: float,
+    fit_cache: dict | None = None,
 ) -> SharingResult:
     """Replays a trace under an allocator that reassigns slots every epoch.
 
@@ -241,14 +247,20 @@ def simulate_sharing(
     for the epoch, iteration k taking seconds[k, min(s, M) - 1] (an iteration
     interrupted by the epoch's end keeps its fraction done), and reports each
     finished iteration's `losses` value. Jobs arriving mid-epoch wait for the next
-    epoch. Progress (time to X%, quality) is measured on each job's quality_losses.
+    epoch. Each job's measured profile (JobState.set_profile), and with it the
+    most slots worth giving it, is the recorded scaling of the iteration it runs
+    next, so a job whose batch grows can take more slots from then on. Progress
+    (time to X%, quality) is measured on each job's quality_losses.
 
     Args:
       jobs: the trace.
       allocator: anything with allocate(jobs, num_slots), e.g. from allocators.make_allocator.
       num_slots: slots in the pool.
       epoch_s: seconds between reallocations.
-      horizon_s: seconds simulated.
+      horizon_s: seconds simulated (the replay ends earlier once every job has finished).
+      fit_cache: a dict kept across replays of the same jobs (e.g. every allocator, slot
+        count and arrival order of a benchmark): a job's curve fits are then made once
+        per recorded curve (JobState's `fits`), not once per replay.
 
     Returns:
       The SharingResult.
@@ -263,13 +275,17 @@ def simulate_sharing(
     total = np.array([j.quality_losses[0] - j.quality_losses[-1] for j in jobs])
     quality_t, quality, allocations = [], [], []
     t = 0.0
-    while t < horizon_s:
+    while t < horizon_s and not finished.all():
         running = [i for i in range(n) if jobs[i].arrival_s <= t and not finished[i]]
         for i in running:
             if states[i] is None:
-                # The job's scaling as measured on its first iteration (seconds_1..seconds_M).
-                states[i] = JobState(jobs[i].job_id, max_slots=jobs[i].max_slots, profile=jobs[i].seconds[1])
+                fits = None if fit_cache is None else fit_cache.setdefault(jobs[i].losses.tobytes(), {})
+                states[i] = JobState(
+                    jobs[i].job_id, max_slots=jobs[i].max_slots, fits=fits, total_iterations=jobs[i].iterations
+                )
                 states[i].report(0, jobs[i].losses[0])
+            # The scaling of the iteration it runs next, as a run measures it at its current batch.
+            states[i].set_profile(jobs[i].seconds[next_iter[i]])
         q = [(losses[i][0] - losses[i][-1]) / total[i] if total[i] > 0 else 1.0 for i in running]
         quality_t.append(t)
         quality.append(float(np.mean(q)) if q else math.nan)

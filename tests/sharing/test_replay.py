@@ -45,7 +45,7 @@ def test_replay_writes_a_live_runs_outputs_and_imports_no_tensorflow(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "slaq-safe vs fair" in r.stdout and "fair-static vs fair" in r.stdout
+    assert "\nslaq-safe: mean time to 90%" in r.stdout and "\nfair-static: mean time to 90%" in r.stdout
     t90 = {}
     for policy in ("slaq", "slaq-safe", "fair", "fair-static"):
         folder = out / policy

@@ -8,7 +8,8 @@ import pytest
 
 from placer.sharing import slaq
 from placer.sharing.allocators import FairAllocator, StaticFairAllocator, water_fill
-from placer.sharing.slaq import JobState, SlaqAllocator
+from placer.sharing.slaq import SlaqAllocator
+from placer.sharing.slaq_state import JobState
 
 
 def _job(job_id, curve, n=30, a=2.0, b=0.1, slots=(1, 2, 4), max_slots=None):
