@@ -27,7 +27,7 @@ TINY = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def local_ray():
     ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
     ray.init(num_cpus=2, resources={RESOURCE: 2}, include_dashboard=False, log_to_driver=False)
