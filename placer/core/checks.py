@@ -61,15 +61,19 @@ def _read_capped(f: IO[bytes], path: str, what: str, cap: int) -> bytearray:
         out += f.read(cap + 1 - len(out))
     else:
         inflate, pending, out = zlib.decompressobj(31), bytes(out), bytearray()
-        while pending or not inflate.eof:
-            chunk = pending or f.read(_READ_CHUNK)
-            pending = b""
-            if not chunk:
-                raise zlib.error("the file ends before the end of the compressed data")
-            out += inflate.decompress(chunk, cap + 1 - len(out))
-            if len(out) > cap:
-                break
-            if inflate.eof and inflate.unused_data:  # another gzip member follows, as gzip.decompress allows
+        while len(out) <= cap:
+            if not pending:
+                pending = f.read(_READ_CHUNK)
+                if not pending:
+                    if inflate.eof:
+                        break
+                    raise zlib.error("the file ends before the end of the compressed data")
+                if inflate.eof:  # another gzip member follows, as gzip.decompress allows
+                    inflate = zlib.decompressobj(31)
+            # At most one chunk of text at a time: 1 MiB of gzip can hold 1 GiB of spaces.
+            out += inflate.decompress(pending, min(_READ_CHUNK, cap + 1 - len(out)))
+            pending = inflate.unconsumed_tail
+            if inflate.eof and inflate.unused_data:
                 pending, inflate = inflate.unused_data, zlib.decompressobj(31)
     if len(out) > cap:
         raise _too_big(path, what, cap)
