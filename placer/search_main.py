@@ -62,6 +62,13 @@ _MEASURE = flags.DEFINE_enum(
     "How slots measure a placement: simulator, Grappler, real session.",
 )
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
+_LOCKSTEP = flags.DEFINE_bool(
+    "lockstep",
+    False,
+    "Run on a clock of epochs instead of wall time: each epoch every search holding slots takes one iteration, "
+    "and each epoch counts --epoch_s seconds. Nothing then depends on thread timing: the same seeds give the same "
+    "result (without it, the slots a search holds at each iteration depend on how fast the threads ran).",
+)
 _RESUME = flags.DEFINE_bool(
     "resume",
     False,
@@ -142,6 +149,7 @@ def main(argv):
             loss=_LOSS.value,
             resume=_RESUME.value,
             measure=measure,
+            lockstep=_LOCKSTEP.value,
             **sharing,
         )
 

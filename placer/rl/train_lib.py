@@ -88,7 +88,7 @@ def run(
         f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
         f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind}; prepared in {time.time() - t0:.1f} s"
     )
-    log(start_line(tc.warm_start, resume, init_from))
+    log(start_line(tc.warm_start if warm is not None else "", resume, init_from))
     policy = transfer_lib.policy_for_trainer(
         problem, cluster, config.placer, seed=seed, init_from=init_from, source=graph_path or config.model.name
     )
@@ -140,7 +140,7 @@ def start_line(warm_start: str, resume: bool, init_from: str | None) -> str:
         return f"warm start: off (policy from --init_from={init_from})"
     if warm_start:
         return f"warm start: on, imitating the fastest of {warm_start}"
-    return "warm start: off (uniform policy)"
+    return "warm start: off (uniform policy)"  # none asked, or none of the baselines ran
 
 
 def prepare_problem(graph, cluster, placer_config, measurer, seed: int, log=print):
@@ -210,7 +210,9 @@ def apply_warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
         # so that one is measured and recorded instead of the baseline's time.
         (m,) = trainer.measurer.measure([copy])
         step_time = m.step_time if m.failure is None else None
-        log(f"warm start: the groups mix the baseline's devices; their majority placement measures {fmt.seconds(m.step_time)}")
+        log(
+            f"warm start: the groups mix the baseline's devices; their majority placement measures {fmt.seconds(m.step_time)}"
+        )
     nll, taken, equal = trainer.warm_start(
         target[problem.leader], tc.warm_start_steps, tc.warm_start_learning_rate, step_time=step_time
     )
