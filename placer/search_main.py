@@ -92,11 +92,12 @@ def main(argv):
     from placer.core import stop  # noqa: PLC0415
 
     if _TRACE.value is not None:
+        from placer.core import configs_util  # noqa: PLC0415
         from placer.sharing import replay  # noqa: PLC0415 (no TensorFlow on this path)
 
         with stop.on_signals():  # SIGINT/SIGTERM: the replay ends after the current allocator
             replay.replay(
-                _TRACE.value,
+                configs_util.resolve(_TRACE.value),  # the README's bench/data/... from any folder
                 slots=_SLOTS.value,
                 epoch_s=_EPOCH.value,
                 policies=_policies(),
