@@ -260,11 +260,13 @@ def _log_result(summary: dict, last: dict, log) -> None:
             f"best step time {fmt.seconds(best)}, {best / lb:.2f}x the lower bound ({fmt.seconds(lb)}; 1x is the "
             f"best possible); {summary['steps']} steps in {wall:.1f} s"
         )
-    else:
+    elif last:
         log(
             f"no placement ran: every sample failed ({', '.join(last.get('failures', [])) or 'unknown'}); "
             f"{summary['steps']} steps in {wall:.1f} s"
         )
+    else:  # stopped before its first step
+        log(f"no step taken: nothing measured yet; {summary['steps']} steps")
 
 
 def best_baseline(graph, cluster, measurer, methods: str, seed: int, log=print):
