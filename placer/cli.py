@@ -341,22 +341,28 @@ def load_cluster(spec: str):
     return cluster_lib.load(spec)
 
 
-def define_engine_flags():
-    """Defines --engine, --workers and --ray_address (a search's measurement workers); returns their holders."""
-    from absl import flags  # noqa: PLC0415
+def define_engine_flags(module_name: str):
+    """Defines --engine, --workers and --ray_address (a search's measurement workers); returns their holders.
 
+    Args:
+      module_name: the binary's module, which the flags are listed under (and unloaded with).
+    """
     return (
         flags.DEFINE_enum(
             "engine",
             "inprocess",
             ["inprocess", "ray"],
             "Where placements are measured: in this process, or on Ray actors.",
+            module_name=module_name,
         ),
         flags.DEFINE_integer(
-            "workers", 1, "With --engine=ray: Ray actors measuring a step's placements in parallel.", lower_bound=1
+            "workers", 1, "With --engine=ray: Ray actors measuring a step's placements in parallel.",
+            lower_bound=1,
+            module_name=module_name,
         ),
         flags.DEFINE_string(
-            "ray_address", None, "With --engine=ray: the Ray cluster to join (default: start a local Ray)."
+            "ray_address", None, "With --engine=ray: the Ray cluster to join (default: start a local Ray).",
+            module_name=module_name,
         ),
     )
 

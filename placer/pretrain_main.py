@@ -29,7 +29,7 @@ _MAX_MINUTES = flags.DEFINE_float(
     lower_bound=0.0,
 )
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar.")
-_ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags()
+_ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
 
 WRITES = ("policy.json", "checkpoints", "tensorboard")  # what --workdir receives
 

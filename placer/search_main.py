@@ -67,6 +67,13 @@ _MEASURE = flags.DEFINE_enum(
     "How slots measure a placement: simulator, Grappler, real session.",
 )
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
+_LOCKSTEP = flags.DEFINE_bool(
+    "lockstep",
+    False,
+    "Run on a clock of epochs instead of wall time: each epoch every search holding slots takes one iteration, "
+    "and each epoch counts --epoch_s seconds. Nothing then depends on thread timing: the same seeds give the same "
+    "result (without it, the slots a search holds at each iteration depend on how fast the threads ran).",
+)
 _RESUME = flags.DEFINE_bool(
     "resume",
     False,
@@ -94,11 +101,12 @@ def main(argv):
     from placer.core import stop  # noqa: PLC0415
 
     if _TRACE.value is not None:
+        from placer.core import configs_util  # noqa: PLC0415
         from placer.sharing import replay  # noqa: PLC0415 (no TensorFlow on this path)
 
         with stop.on_signals():  # SIGINT/SIGTERM: the replay ends after the current allocator
             replay.replay(
-                _TRACE.value,
+                configs_util.resolve(_TRACE.value),  # the README's bench/data/... from any folder
                 slots=_SLOTS.value,
                 epoch_s=_EPOCH.value,
                 policies=_policies(),
@@ -151,6 +159,7 @@ def main(argv):
             loss=_LOSS.value,
             resume=_RESUME.value,
             measure=measure,
+            lockstep=_LOCKSTEP.value,
             **sharing,
         )
 

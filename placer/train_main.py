@@ -33,7 +33,7 @@ _MAX_MINUTES = flags.DEFINE_float(
 )
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
 _INIT_FROM = flags.DEFINE_string("init_from", None, "Policy folder from placer-pretrain to fine-tune (graph policy).")
-_ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags()
+_ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
 
 WRITES = ("run.json", "history.json", "curve.csv", "summary.json", "best_placement.json", "checkpoints", "tensorboard")
 

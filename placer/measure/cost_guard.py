@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from placer.core import fmt
 from placer.core.op_graph import OpGraph
 
 TOLERANCE = 0.10  # an op may cost at most 10% less than unplaced before the measurement is flagged
@@ -58,9 +59,9 @@ def cost_flag(
     placed = np.asarray(placed_s, dtype=np.float64)
     ref = np.asarray(unplaced_s, dtype=np.float64)
     i = int(np.argmax(np.where(drops, ref - placed, -np.inf)))  # the most seconds lost
-    ratio = placed / np.where(drops, ref, 1.0)
     return (
-        f"op {graph.names[i]!r} ({graph.types[i]}) costs {placed[i] * 1e3:.4g} ms on "
-        f"{device_names[int(devices[i])]} under this placement, {ref[i] * 1e3:.4g} ms unplaced "
-        f"({ratio[i] - 1:+.0%}); {int(drops.sum())} ops cost over {tolerance:.0%} less than unplaced"
+        f"op {graph.names[i]!r} ({graph.types[i]}) costs {fmt.seconds(placed[i])} on "
+        f"{device_names[int(devices[i])]} under this placement, {fmt.seconds(ref[i])} unplaced "
+        f"({fmt.change(placed[i], ref[i], worse='more', better='less')}); "
+        f"{int(drops.sum())} ops cost over {tolerance:.0%} less than unplaced"
     )

@@ -90,7 +90,7 @@ def run(
         f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind} ({level} level); prepared in "
         f"{time.time() - t0:.1f} s"
     )
-    log(start_line(tc.warm_start, resume, init_from))
+    log(start_line(tc.warm_start if warm is not None else "", resume, init_from))
     policy = transfer_lib.policy_for_trainer(
         problem, cluster, config.placer, seed=seed, init_from=init_from, source=graph_path or config.model.name
     )
@@ -143,7 +143,7 @@ def start_line(warm_start: str, resume: bool, init_from: str | None) -> str:
         return f"warm start: off (policy from --init_from={init_from})"
     if warm_start:
         return f"warm start: on, imitating the fastest of {warm_start}"
-    return "warm start: off (uniform policy)"
+    return "warm start: off (uniform policy)"  # none asked, or none of the baselines ran
 
 
 def prepare_problem(graph, cluster, placer_config, measurer, seed: int, log=print):
@@ -264,11 +264,13 @@ def _log_result(summary: dict, last: dict, log) -> None:
             f"best step time {fmt.seconds(best)}, {best / lb:.2f}x the lower bound ({fmt.seconds(lb)}; 1x is the "
             f"best possible); {summary['steps']} steps in {wall:.1f} s"
         )
-    else:
+    elif last:
         log(
             f"no placement ran: every sample failed ({', '.join(last.get('failures', [])) or 'unknown'}); "
             f"{summary['steps']} steps in {wall:.1f} s"
         )
+    else:  # stopped before its first step
+        log(f"no step taken: nothing measured yet; {summary['steps']} steps")
 
 
 def best_baseline(graph, cluster, measurer, methods: str, seed: int, log=print):

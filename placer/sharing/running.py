@@ -21,7 +21,7 @@ import numpy as np
 from placer.core import atomic
 from placer.core.errors import InputError, one_line
 from placer.rl import rl_math
-from placer.rl.reinforce import Trainer
+from placer.rl.reinforce import Trainer, seed_everything
 from placer.sharing import report as search_report
 from placer.sharing.report import JobCurve
 from placer.sharing.slaq_state import JobState
@@ -43,8 +43,18 @@ class SlotMeasurer:
         return self.last
 
 
+def since(t0) -> float:
+    """Seconds of the run: since `t0` (time.monotonic()) or, in lockstep, what the run's clock `t0()` says."""
+    return t0() if callable(t0) else time.monotonic() - t0
+
+
 class Search:
-    """One running search: its trainer, thread, slots, SLAQ state and curve."""
+    """One running search: its trainer, thread, slots, SLAQ state and curve.
+
+    In lockstep (`lockstep_s` > 0) the search runs one iteration per turn the
+    run grants (`turns`), each counted as `lockstep_s` seconds, so what it does
+    depends on its slots per turn only, never on thread timing.
+    """
 
     def __init__(
         self,
@@ -71,6 +81,8 @@ class Search:
         self.thread: threading.Thread | None = None
         self.measurer = SlotMeasurer(engine, self.name)
         self.trainer: Trainer | None = None
+        self.lockstep_s = 0.0
+        self.turns = 0  # iterations granted and not yet finished (lockstep)
 
     @property
     def status(self) -> str:
@@ -79,12 +91,15 @@ class Search:
     def start(self, t0: float) -> None:
         spec = self.prep.spec
         self.curve.status = "running"
-        self.curve.start_s = time.monotonic() - t0
+        self.curve.start_s = since(t0)
         if self.prep.error:
             self._finish(t0, "failed", self.prep.error)
             return
         try:
             self.engine.add_job(self.name, self.prep.graph, self.prep.cluster, self.prep.model)
+            # The policy's layers without a seed of their own draw from the global generators: seeded
+            # here, in the run's thread, one search at a time, so its weights depend on its seed alone.
+            seed_everything(spec.seed)
             self.trainer = Trainer(
                 self.prep.problem,
                 self.measurer,
@@ -132,7 +147,7 @@ class Search:
 
     def _wait_slots(self) -> list[int] | None:
         with self.lock:
-            while not self.slots and not self.stop:
+            while (not self.slots or (self.lockstep_s > 0 and self.turns <= 0)) and not self.stop:
                 self.lock.wait(0.5)
             return None if self.stop else list(self.slots)
 
@@ -147,7 +162,7 @@ class Search:
                 self.measurer.slots = slots
                 start = time.monotonic()
                 stats = self.trainer.train_step()
-                secs = time.monotonic() - start
+                secs = self.lockstep_s or time.monotonic() - start
                 res = self.measurer.last
                 times = np.array([m.step_time for m in res], dtype=np.float64)
                 failed = np.array([not m.ok for m in res])
@@ -159,7 +174,7 @@ class Search:
                     # Iteration 0 carries the TF tracing time: no runtime observation.
                     self.state.report(it, loss, None if it == 0 else secs, len(slots))
                     c = self.curve
-                    c.times.append(time.monotonic() - t0)
+                    c.times.append(since(t0))
                     c.losses.append(loss)
                     c.best.append(float(stats["best_step_time"]))
                     c.slots.append(len(slots))
@@ -167,9 +182,16 @@ class Search:
                 # Curve first, then checkpoint: a kill in between only cuts the curve back on resume.
                 self._save_curve()
                 self.trainer.save()
+                if self.lockstep_s > 0:
+                    if it + 1 == self.prep.spec.steps:  # done before its turn ends: the next epoch knows
+                        self._finish(t0, "done")
+                    with self.lock:
+                        self.turns -= 1
+                        self.lock.notify_all()
             if self.stop and len(self.curve.losses) < self.prep.spec.steps:
                 return
-            self._finish(t0, "done")
+            if self.curve.status == "running":
+                self._finish(t0, "done")
         except Exception as e:  # noqa: BLE001 (a search that raises fails alone)
             self._finish(t0, "failed", one_line(e))
 
@@ -177,7 +199,7 @@ class Search:
         with self.lock:
             self.curve.status = status
             self.curve.error = error
-            self.curve.end_s = time.monotonic() - t0
+            self.curve.end_s = since(t0)
             self.slots = []
         self.engine.remove_job(self.name)
         self.wake.set()

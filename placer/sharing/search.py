@@ -151,8 +151,15 @@ def run_policy(
     log: Callable = print,
     on_epoch: Callable | None = None,
     resume: bool = False,
+    lockstep: bool = False,
 ) -> dict:
     """Runs every search of the workload under one allocation policy until all end.
+
+    In lockstep the run's clock counts epochs instead of wall time: each
+    epoch every search holding slots takes exactly one iteration, the epoch
+    ends when all have, and each epoch (and iteration) counts `epoch_s`
+    seconds, arrivals included. Nothing then depends on thread timing, so the
+    same seeds give the same result.
 
     Args:
       prepared: the jobs (from `prepare`), in arrival order.
@@ -168,6 +175,7 @@ def run_policy(
       on_epoch: optional callback(run_seconds, {job: slots}) after each reallocation.
       resume: continue a killed run in `workdir`: its clock, allocations and
         every search from its last checkpoint (see placer.sharing.running).
+      lockstep: one iteration per search and epoch, on a clock of epochs (above).
 
     Returns:
       The summary (also written to workdir/summary.json).
@@ -180,13 +188,18 @@ def run_policy(
     ]
     elapsed, epochs, allocations = _load_run(workdir) if resume else (0.0, [], [])
     t0 = time.monotonic() - elapsed
+    clock = [elapsed]  # lockstep: the run's seconds, epoch_s per epoch
+    if lockstep:
+        for s in searches:
+            s.lockstep_s = epoch_s
+    run_t0 = (lambda: clock[0]) if lockstep else t0  # what the searches read the run's time from
     last_print = -math.inf
     try:
         while True:
-            now = time.monotonic() - t0
+            now = clock[0] if lockstep else time.monotonic() - t0
             for s in searches:
                 if s.status == "not started" and s.prep.spec.arrival_s <= now:
-                    s.start(t0)
+                    s.start(run_t0)
             if all(s.status in ("done", "failed") for s in searches):
                 break
             pool = list(engine.slot_ids)
@@ -208,6 +221,10 @@ def run_policy(
                     f"[{policy} {now:6.1f} s] "
                     + ", ".join(f"{s.name}: {len(s.slots)} slots, it {len(s.curve.losses)}" for s in active)
                 )
+            if lockstep:
+                if _take_turns(active, lock, clock, now + epoch_s):
+                    break
+                continue
             arrivals = [s.prep.spec.arrival_s - now for s in searches if s.status == "not started"]
             if _wait(wake, max(0.0, min([epoch_s, *arrivals]))):
                 break
@@ -223,7 +240,7 @@ def run_policy(
     request = stop.current()
     if request is not None and request.signum is not None:  # each search saved its last iteration
         raise stop.Stopped(sum(len(s.curve.losses) for s in searches), request.exit_code)
-    wall = time.monotonic() - t0
+    wall = clock[0] if lockstep else time.monotonic() - t0
     curves = [s.curve for s in searches]
     summary = search_report.summarise(policy, curves, epochs, slots=engine.num_slots, epoch_s=epoch_s, wall_s=wall)
     summary["engine"] = {"retried_chunks": engine.retried, "timed_out_chunks": engine.timed_out}
@@ -231,6 +248,25 @@ def run_policy(
     summary.update(normalise=normalise if slaq else None, objective=objective if slaq else None, loss=loss)
     search_report.write_outputs(workdir, summary, curves, allocations)
     return summary
+
+
+def _take_turns(active: list[Search], lock: threading.Condition, clock: list[float], end: float) -> bool:
+    """One lockstep epoch: each search holding slots takes one iteration; the clock then reads `end`.
+
+    Returns:
+      True when SIGINT or SIGTERM asked the run to stop (the iterations under way finish first).
+    """
+    with lock:
+        clock[0] = end  # the iterations of this epoch end with it
+        granted = [s for s in active if s.slots]
+        for s in granted:
+            s.turns = 1
+        lock.notify_all()
+        while any(s.turns > 0 and s.status == "running" for s in granted):
+            if stop.requested():
+                return True
+            lock.wait(0.2)
+    return stop.requested()
 
 
 def _wait(wake: threading.Event, seconds: float) -> bool:
@@ -290,6 +326,7 @@ def run_search(
     log: Callable = print,
     resume: bool = False,
     measure: str = "sim",
+    lockstep: bool = False,
 ) -> dict[str, dict]:
     """Runs a jobs file under one policy or both ("both": SLAQ, then fair share, on the same workload).
 
@@ -309,6 +346,7 @@ def run_search(
         the start when the run was killed before it wrote anything).
       measure: the backend the engines' workers measure with ("sim",
         "grappler", "session"; the engines' factory must build the same kind).
+      lockstep: run every policy in lockstep (see `run_policy`): the same seeds give the same result.
 
     Returns:
       policy -> summary.
@@ -350,6 +388,7 @@ def run_search(
                 loss=loss,
                 log=log,
                 resume=resume,
+                lockstep=lockstep,
             )
         log("")
         log(search_report.format_table(out[p]))
