@@ -31,7 +31,7 @@ def test_times_are_compared_on_the_jobs_that_reached_90_percent_under_both():
 
 def test_a_replay_table_names_its_lowest_loss_and_no_smoothing():
     text = report.format_table(_summary("fair", {"a": 10.0}, 0.5, trace="t.csv", window=1))
-    assert "lowest loss" in text and "best step (s)" not in text
+    assert "lowest loss" in text and "best step time" not in text
     assert "its loss as recorded first fell" in text and "trailing mean" not in text
     live = report.format_table(_summary("fair", {"a": 10.0}, 0.5, window=5))
-    assert "best step (s)" in live and "trailing mean over 5 iterations of its loss" in live
+    assert "best step time" in live and "trailing mean over 5 iterations of its loss" in live
