@@ -119,7 +119,7 @@ class Plain:
         except (OSError, ValueError) as e:
             raise InputError(f"{path}: cannot resume, corrupt or missing state ({e})") from None
         mine = {"method": self.name, "learning": self.learning, "fingerprint": self.setup.problem.graph.fingerprint()}
-        mine.update(classes=int(self.space.allowed.shape[0]), budget=self.setup.budget)
+        mine["classes"] = int(self.space.allowed.shape[0])  # a larger budget continues at the saved cooling rate
         for key, value in mine.items():
             if record.get(key) != value:
                 raise InputError(f"{path}: made for another {key} ({record.get(key)!r}, this run has {value!r})")
