@@ -40,9 +40,21 @@ class ClassFacts:
 
     def loads(self, placements: np.ndarray) -> np.ndarray:
         """[M, D] compute seconds each device runs under each of `placements` [M, L]."""
+        m, n = placements.shape
         d = self.seconds.shape[1]
-        onehot = placements[..., None] == np.arange(d)
-        return (onehot * self.seconds[None]).sum(axis=1)
+        index = placements + d * np.arange(m)[:, None]
+        return np.bincount(index.ravel(), self.seconds[np.arange(n), placements].ravel(), m * d).reshape(m, d)
+
+    def traffic(self, placements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """([M, D] bytes each device sends plus receives across devices, [M] bytes crossing devices) per step."""
+        m = len(placements)
+        d = self.seconds.shape[1]
+        a, b = placements[:, self.src], placements[:, self.dst]
+        cut = (a != b) * self.bytes  # [M, E]
+        rows = d * np.arange(m)[:, None]
+        both = np.concatenate([(a + rows).ravel(), (b + rows).ravel()])
+        per_device = np.bincount(both, np.concatenate([cut.ravel(), cut.ravel()]), m * d).reshape(m, d)
+        return per_device, cut.sum(axis=1)
 
 
 class MoveModel:
@@ -190,15 +202,11 @@ class StepTimeModel:
         """[M, F] the features of `placements` [M, L]."""
         f = self.facts
         loads = f.loads(placements)
-        cut = (placements[:, f.src] != placements[:, f.dst]) * f.bytes  # [M, E] bytes crossing devices
-        d = loads.shape[1]
-        traffic = ((placements[:, f.src, None] == np.arange(d)) * cut[..., None]).sum(axis=1)
-        traffic += ((placements[:, f.dst, None] == np.arange(d)) * cut[..., None]).sum(axis=1)
+        traffic, cross = f.traffic(placements)
         busy = loads + traffic / f.bandwidth
-        cross = cut.sum(axis=1, keepdims=True) / f.bandwidth
         spread = (busy**2).sum(1, keepdims=True) / (busy.sum(1, keepdims=True) + 1e-12)  # high when unbalanced
-        return np.concatenate([loads, loads.max(1, keepdims=True), cross, busy.max(1, keepdims=True),
-                               busy.sum(1, keepdims=True), spread], axis=1)  # fmt: skip
+        return np.concatenate([loads, loads.max(1, keepdims=True), cross[:, None] / f.bandwidth,
+                               busy.max(1, keepdims=True), busy.sum(1, keepdims=True), spread], axis=1)  # fmt: skip
 
     def add(self, placements: np.ndarray, times: np.ndarray) -> None:
         """Adds measured placements [M, L] and their step times [M] (s; inf = failed, left out) and refits."""
