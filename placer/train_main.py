@@ -39,7 +39,12 @@ _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0, "Stop training after this many minutes of wall time (0 = no limit); results are still written."
 )
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
-_INIT_FROM = flags.DEFINE_string("init_from", None, "Policy folder from placer-pretrain to fine-tune (graph policy).")
+_INIT_FROM = flags.DEFINE_string(
+    "init_from",
+    None,
+    "seq2seq: a placer-pretrain policy folder to fine-tune (the graph policy); learned_moves: the --workdir of an "
+    "earlier learned_moves search (any graph), whose learned move weights start this one.",
+)
 
 
 def main(argv):

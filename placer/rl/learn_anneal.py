@@ -11,7 +11,10 @@ neighbours are measured:
   class and per (class, device). It is trained by cross-entropy on the moves
   that made the placement faster, as Post (Gao et al., NeurIPS 2018) trains
   its policy on the elite samples. Learning off: every weight stays zero, so
-  the moves are annealing's uniform ones.
+  the moves are annealing's uniform ones. With `init_from` (a folder where an
+  earlier learned_moves search saved its state, on any graph), the shared
+  feature weights start where that search left them: what was learned about
+  moves transfers; the per-class logits start at zero.
 - `CostModel`: `screen` times as many uniform neighbours as are measured are
   drawn, a ridge regression of step time on features of a placement (per-device
   compute load, cross-device bytes, the busiest device's compute plus
@@ -43,8 +46,11 @@ class Plain:
     """baselines.search's simulated annealing as a placer.rl.learner.Learner."""
 
     name = "annealing"
+    transfers = False  # whether --init_from can start it
 
     def __init__(self, setup: Setup, learning: bool = True):
+        if setup.init_from and not self.transfers:
+            raise InputError(f"--init_from: {self.name} starts from nothing learned (learned_moves and seq2seq can)")
         if setup.budget <= 0:
             raise InputError(f"{self.name}: needs a budget (--max_placements or --steps) to fit its cooling to")
         self.setup, self.learning = setup, learning
@@ -113,11 +119,7 @@ class Plain:
 
     def restore(self) -> int:
         path = os.path.join(self.setup.workdir, STATE)
-        try:
-            with open(path) as f:
-                record = json.load(f)
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: cannot resume, corrupt or missing state ({e})") from None
+        record = _read_state(path)
         mine = {"method": self.name, "learning": self.learning, "fingerprint": self.setup.problem.graph.fingerprint()}
         mine["classes"] = int(self.space.allowed.shape[0])  # a larger budget continues at the saved cooling rate
         for key, value in mine.items():
@@ -132,14 +134,32 @@ class Plain:
         return {"policy": self.name, "learning": self.learning, "samples_per_step": search.BATCH}
 
 
+def _read_state(path: str) -> dict:
+    """A learner.json that `Plain.save` wrote.
+
+    Raises:
+      InputError: missing, unreadable or not such a file.
+    """
+    try:
+        with open(path) as f:
+            record = json.load(f)
+        record["model"], record["annealing"]  # noqa: B018 (both present)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(f"{path}: cannot read the learner's state ({e})") from None
+    return record
+
+
 class LearnedMoves(Plain):
     """Annealing with moves drawn from a distribution learned on the moves that helped (module doc)."""
 
     name = "learned_moves"
+    transfers = True
 
     def __init__(self, setup: Setup, learning: bool = True):
         super().__init__(setup, learning)
         self.model = move_models.MoveModel(self.space, setup.problem, setup.cluster)
+        if setup.init_from:
+            self.model.load_shared(_read_state(os.path.join(setup.init_from, STATE))["model"])
 
     def moves(self, rng, cur, k):
         return self.model.sample(rng, cur, k)

@@ -10,6 +10,7 @@ import numpy as np
 
 from baselines.search import Space
 from placer.core.cluster import Cluster
+from placer.core.errors import InputError
 
 
 class ClassFacts:
@@ -171,6 +172,20 @@ class MoveModel:
     def load_state(self, state: dict) -> None:
         for key in ("b", "B", "wc", "wd"):
             setattr(self, key, np.asarray(state[key], np.float64))
+
+    def load_shared(self, state: dict) -> None:
+        """Starts from another search's feature weights (any graph); the per-class logits stay zero.
+
+        Raises:
+          InputError: the state holds no feature weights of this model's size.
+        """
+        try:
+            wc, wd = np.asarray(state["wc"], np.float64), np.asarray(state["wd"], np.float64)
+        except (KeyError, TypeError, ValueError):
+            raise InputError("init_from: the learner's state holds no learned_moves feature weights") from None
+        if wc.shape != self.wc.shape or wd.shape != self.wd.shape:
+            raise InputError(f"init_from: feature weights of shape {wc.shape}, {wd.shape}; expected {self.wc.shape}")
+        self.wc, self.wd = wc, wd
 
 
 class StepTimeModel:
