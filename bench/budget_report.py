@@ -41,11 +41,18 @@ def combine(folders: list[str]) -> tuple[list[dict], dict]:
             settings = dict(data["settings"])
         for key in ("graphs", "methods", "seeds"):
             settings[key] = list(dict.fromkeys(settings[key] + data["settings"][key]))
+        settings["budgets"] = sorted(set(settings["budgets"]) | set(data["settings"]["budgets"]))
+        commits = settings["commit"].split(", ")
+        settings["commit"] = ", ".join(dict.fromkeys([*commits, data["settings"]["commit"]]))
+        if data["settings"].get("max_minutes"):
+            settings["max_minutes"] = max(settings.get("max_minutes", 0), data["settings"]["max_minutes"])
     return runs, settings
 
 
-def _runs(runs, graph, method):
-    return sorted((r for r in runs if r["graph"] == graph and r["method"] == method), key=lambda r: r["seed"])
+def _runs(runs, graph, method, placements: int = 0):
+    """The runs of `method` on `graph` that measured at least `placements` (all when 0), by seed."""
+    chosen = (r for r in runs if r["graph"] == graph and r["method"] == method and r["placements"] >= placements)
+    return sorted(chosen, key=lambda r: r["seed"])
 
 
 def _cell(values: list[float]) -> str:
@@ -63,26 +70,32 @@ def section(runs: list[dict], settings: dict) -> str:
     """The Markdown body of the section: settings, one table per graph, then the targets."""
     budgets, wall = settings["budgets"], settings["wall_seconds"]
     lines = [
-        f"Commit {settings['commit']}; k80x4, simulator, op-level measurement; seeds {settings['seeds']}; "
+        f"Commits {settings['commit']}; k80x4, simulator, op-level measurement; seeds {settings['seeds']}; "
         f"every method runs {budgets[-1]} placements once through placer-train's loop and each budget is read "
         f"off its best-so-far curve (a warm start's placements count). Cells: median step time in seconds over "
-        f"the seeds (range); vs annealing: signed % per seed (+ = slower). `overhead` = wall ms per placement "
+        f"the seeds (range), left out where a run measured fewer (`measured`, the fewest of its seeds'); "
+        f"vs annealing: signed % per seed (+ = slower). `overhead` = wall ms per placement "
         f"outside measurement. `at {wall:g} s` = best within {wall:g} s of wall time."
         + (f" Each run capped at {settings['max_minutes']:g} minutes." if settings.get("max_minutes") else ""),
         "",
     ]
     for graph in settings["graphs"]:
         head = [f"{n} pl." for n in budgets] + [f"vs annealing at {n}" for n in budgets]
-        lines += [f"**{graph}**", "", "| method | " + " | ".join(head) + f" | at {wall:g} s | overhead ms |"]
-        lines.append("|" + "---|" * (len(head) + 3))
+        lines += [f"**{graph}**", "", "| method | measured | " + " | ".join(head) + f" | at {wall:g} s | overhead ms |"]
+        lines.append("|" + "---|" * (len(head) + 4))
         ref = {r["seed"]: r for r in _runs(runs, graph, "annealing")}
         for method in settings["methods"]:
             rs = _runs(runs, graph, method)
             if not rs:
                 continue
-            cells = [_cell([best_at(r["curve"], n) for r in rs]) for n in budgets]
+            cells = [str(min(r["placements"] for r in rs))]  # fewest placements a seed's run measured
+            cells += [_cell([best_at(r["curve"], n) for r in _runs(runs, graph, method, n)]) for n in budgets]
             for n in budgets:
-                pairs = [(best_at(r["curve"], n), best_at(ref[r["seed"]]["curve"], n)) for r in rs if r["seed"] in ref]
+                pairs = [
+                    (best_at(r["curve"], n), best_at(ref[r["seed"]]["curve"], n))
+                    for r in _runs(runs, graph, method, n)
+                    if r["seed"] in ref and ref[r["seed"]]["placements"] >= n
+                ]
                 cells.append(" / ".join(_signed(a, b) for a, b in pairs) or "-")
             cells.append(_cell([best_within(r["curve"], wall) for r in rs]))
             cells.append(f"{1000 * statistics.median(r['overhead_per_placement'] for r in rs):.1f}")
@@ -94,7 +107,7 @@ def section(runs: list[dict], settings: dict) -> str:
 
 def _at_or_under(runs, graph, method, n) -> tuple[list[bool], bool]:
     """(per seed: method at or under annealing after n placements; the medians too)."""
-    ms, refs = _runs(runs, graph, method), {r["seed"]: r for r in _runs(runs, graph, "annealing")}
+    ms, refs = _runs(runs, graph, method, n), {r["seed"]: r for r in _runs(runs, graph, "annealing", n)}
     pairs = [(best_at(r["curve"], n), best_at(refs[r["seed"]]["curve"], n)) for r in ms if r["seed"] in refs]
     if not pairs:
         return [], False
@@ -131,7 +144,7 @@ def targets(runs, settings) -> list[tuple[str, bool]]:
     if off and off in settings["methods"]:
         worse = []
         for g in graphs:
-            on, ab = _runs(runs, g, best), _runs(runs, g, off)
+            on, ab = _runs(runs, g, best, n), _runs(runs, g, off, n)
             if on and ab:
                 worse.append(
                     statistics.median(best_at(r["curve"], n) for r in ab)

@@ -77,6 +77,7 @@ def test_every_method_stops_at_max_placements_counting_all_it_measured(files, tm
     c.cluster = str(files / "gpus.json")
     c.placer.train.method = method
     c.placer.policy.hidden_size = 16
+    c.placer.train.warm_start, c.placer.train.warm_start_steps = "single_gpu,mincut", 10  # 2 baselines measured
     s = train_lib.run(
         c, workdir=str(tmp_path), steps=0, graph_path=str(files / "g.graph.json"), progress=False,
         log=lambda *_: None, max_placements=37,
