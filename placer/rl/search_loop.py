@@ -96,6 +96,8 @@ class Loop:
         """Continues a saved search (the method's state and the loop's); returns its round."""
         self.rounds = self.learner.restore()
         path = os.path.join(self.workdir, STATE)
+        if not os.path.exists(path):  # written before the method's checkpoint; absent only in older workdirs
+            return self.rounds
         try:
             with open(path) as f:
                 state = json.load(f)
@@ -154,8 +156,11 @@ class Loop:
         )
 
     def save(self, t0: float) -> None:
-        """The method's state, then the loop's state, the curve and the best placement (each atomically)."""
-        self.learner.save()
+        """The loop's state and curve, then the method's state, then the best placement (each atomically).
+
+        The loop's state goes first: a kill before the method's checkpoint leaves it a checkpoint ahead,
+        so a resumed search counts the placements measured in between (the budget is never undercounted).
+        """
         wall = self.wall + time.time() - t0
         state = {
             "placements": self.placements,
@@ -169,10 +174,10 @@ class Loop:
         }
         atomic.write_text(os.path.join(self.workdir, STATE), json.dumps(state))
         atomic.write_text(os.path.join(self.workdir, CURVE), curve_text(self.curve))
+        self.learner.save()
         best = self.best_placement()
         if best is not None:
             best.save(os.path.join(self.workdir, "best_placement.json"))
-        self.saved_wall = wall
 
     def measure_seconds(self) -> float:
         return self.measure_seconds0 + self.measurer.seconds

@@ -113,10 +113,10 @@ def run(
     )  # fmt: skip
     start = loop.restore() if resume else 0
     if resume and loop._done(limits, time.time()):
-        log(f"{workdir}: finished at round {start}, {loop.placements} placements; nothing to do, nothing changed")
+        log(f"{workdir}: finished at step {start} ({loop.placements} placements); nothing to do, nothing changed")
         return _read_json(os.path.join(workdir, "summary.json"))
     if resume:
-        log(f"resumed at round {start} ({loop.placements} placements), best so far {loop.best_t:.4f} s")
+        log(f"resumed at step {start} ({loop.placements} placements), best so far {loop.best_t:.4f} s")
     t_train = time.time()
     last = loop.run(limits, progress=progress)
     summary = _summary(loop, name, graph, groups, cluster, config.measure, seed, start, time.time() - t_train, last)
