@@ -63,7 +63,9 @@ class Limits:
             if value < 0:
                 raise InputError(f"--{name} must be 0 (no limit) or positive, got {value:g}")
         if not (self.rounds or self.placements or self.seconds):
-            raise InputError("--steps, --max_placements or --max_minutes must be positive (the search needs a limit)")
+            raise InputError(
+                "--steps must be positive, or --max_placements or --max_minutes given (a search needs a limit)"
+            )
 
 
 class Loop:
@@ -123,10 +125,11 @@ class Loop:
         warm = self.learner.best()
         if warm is not None:
             self._note(warm[0], warm[1], t0)
+        started = time.time()  # --max_minutes counts from here: a warm start's imitation is not cut short
         total = limits.placements or None
         bar = tqdm.tqdm(total=total, initial=self.placements, unit="pl", disable=not progress, mininterval=1.0)
         stats: dict = {}
-        while not self._done(limits, t0):
+        while not self._done(limits, started):
             left = limits.placements - self.placements if limits.placements else 1 << 30
             devices = np.asarray(self.learner.propose(left))[:left]
             tb = time.perf_counter()
