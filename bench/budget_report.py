@@ -56,6 +56,7 @@ def _runs(runs, graph, method, placements: int = 0):
 
 
 def _cell(values: list[float]) -> str:
+    values = [v for v in values if v != float("inf")]  # inf: nothing ran within the limit
     if not values:
         return "-"
     med = statistics.median(values)
@@ -71,12 +72,16 @@ def section(runs: list[dict], settings: dict) -> str:
     budgets, wall = settings["budgets"], settings["wall_seconds"]
     lines = [
         f"Commits {settings['commit']}; k80x4, simulator, op-level measurement; seeds {settings['seeds']}; "
-        f"every method runs {budgets[-1]} placements once through placer-train's loop and each budget is read "
-        f"off its best-so-far curve (a warm start's placements count). Cells: median step time in seconds over "
+        f"each run goes once through placer-train's loop to the largest budget of its batch (`measured`) and each "
+        f"budget is read off its best-so-far curve (a warm start's placements count). Cells: median step time in seconds over "
         f"the seeds (range), left out where a run measured fewer (`measured`, the fewest of its seeds'); "
         f"vs annealing: signed % per seed (+ = slower). `overhead` = wall ms per placement "
         f"outside measurement. `at {wall:g} s` = best within {wall:g} s of wall time."
-        + (f" Each run capped at {settings['max_minutes']:g} minutes." if settings.get("max_minutes") else ""),
+        + (
+            f" Runs capped at {settings['max_minutes']:g} minutes where `measured` falls short."
+            if settings.get("max_minutes")
+            else ""
+        ),
         "",
     ]
     for graph in settings["graphs"]:
