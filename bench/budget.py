@@ -48,6 +48,7 @@ _MAX_MINUTES = flags.DEFINE_float(
 )
 _OUT = flags.DEFINE_string("out", OUT, "Folder for results.json, curves and plots.")
 _WRITE = flags.DEFINE_bool("write", True, "Write the BENCHMARKS.md section.")
+_NOTE = flags.DEFINE_string("note", "", "A sentence for the section: what was left out, and why.")
 _COMBINE = flags.DEFINE_list("combine", [], "Run nothing: merge the results.json of these --out folders.")
 
 
@@ -122,6 +123,8 @@ def main(argv):
                           f"{r['wall_seconds']:.0f} s", flush=True)  # fmt: skip
                     runs.append(r)
                     budget_report.save(_OUT.value, runs, settings)
+    if _NOTE.value:
+        settings["note"] = _NOTE.value
     budget_report.save(_OUT.value, runs, settings)
     budget_report.curves(_OUT.value, runs)
     body = budget_report.section(runs, settings)

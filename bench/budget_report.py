@@ -43,7 +43,7 @@ def combine(folders: list[str]) -> tuple[list[dict], dict]:
             settings[key] = list(dict.fromkeys(settings[key] + data["settings"][key]))
         settings["budgets"] = sorted(set(settings["budgets"]) | set(data["settings"]["budgets"]))
         commits = settings["commit"].split(", ")
-        settings["commit"] = ", ".join(dict.fromkeys([*commits, data["settings"]["commit"]]))
+        settings["commit"] = ", ".join(dict.fromkeys([*commits, *data["settings"]["commit"].split(", ")]))
         if data["settings"].get("max_minutes"):
             settings["max_minutes"] = max(settings.get("max_minutes", 0), data["settings"]["max_minutes"])
     return runs, settings
@@ -84,9 +84,16 @@ def section(runs: list[dict], settings: dict) -> str:
         ),
         "",
     ]
+    if settings.get("note"):
+        lines += [settings["note"], ""]
     for graph in settings["graphs"]:
         head = [f"{n} pl." for n in budgets] + [f"vs annealing at {n}" for n in budgets]
-        lines += [f"**{graph}**", "", "| method | measured | " + " | ".join(head) + f" | at {wall:g} s | overhead ms |"]
+        seeds = sorted({r["seed"] for r in runs if r["graph"] == graph})
+        lines += [
+            f"**{graph}** (seeds {', '.join(map(str, seeds))})",
+            "",
+            "| method | measured | " + " | ".join(head) + f" | at {wall:g} s | overhead ms |",
+        ]
         lines.append("|" + "---|" * (len(head) + 4))
         ref = {r["seed"]: r for r in _runs(runs, graph, "annealing")}
         for method in settings["methods"]:
