@@ -105,7 +105,9 @@ class Loop:
                 state = json.load(f)
         except (OSError, ValueError) as e:
             raise InputError(f"{path}: cannot resume, corrupt or missing search state ({e})") from None
-        self.measurer.count = int(state["placements"])
+        # Placements measured before the restore in this process (a warm start's baselines, measured again to
+        # group the graph alike) count on top of the saved ones: a restart's measurements are not free.
+        self.measurer.count += int(state["placements"])
         self.best_t = float(state["best_step_time"]) if state["best_step_time"] is not None else np.inf
         self.best_devices = None if state["best_devices"] is None else np.asarray(state["best_devices"])
         self.curve = [tuple(c) for c in state["curve"]]
