@@ -38,7 +38,7 @@ from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
 
 
-class _Space:
+class Space:
     """The groups to place and the devices each tie class may use."""
 
     def __init__(self, graph: OpGraph, cluster: Cluster, groups: grouping_lib.Grouping | None, target_groups: int):
@@ -91,6 +91,12 @@ class _Space:
         return np.where(self.allowed, votes, -1.0).argmax(axis=1)
 
 
+# Annealing's settings (our choices, fixed before any learned method was tuned): neighbours per
+# round, and the first and last temperature as fractions of the start's step time.
+BATCH = 16
+T_START = 0.02
+T_END = 0.0005
+
 _OPTIONS = ("measurer", "budget", "batch", "groups", "target_groups", "on_measured")
 
 
@@ -99,20 +105,6 @@ def _check(method: str, measurer, budget: int) -> None:
         raise InputError(f"{method}: needs a measurer (placer-compare and bench/rl.py pass theirs)")
     if int(budget) <= 0:
         raise InputError(f"{method}: budget must be a positive number of placements, got {budget}")
-
-
-def _start(space: _Space, measurer: Measurer, rng: np.random.Generator, budget: int, batch: int):
-    """(start, its step time, placements measured): single_gpu, or when that fails
-    (e.g. out of memory) the fastest random placement that runs."""
-    cur = space.from_ops(single.place_single_gpu(space.graph, space.cluster).devices)
-    (cur_t,) = space.times(measurer, cur[None])
-    done = 1
-    while not np.isfinite(cur_t) and done < budget:
-        cand = space.random(rng, min(batch, budget - done))
-        t = space.times(measurer, cand)
-        done += len(cand)
-        cur, cur_t = cand[int(t.argmin())], float(t.min())
-    return cur, float(cur_t), done
 
 
 def place_random_search(
@@ -152,7 +144,7 @@ def place_random_search(
     """
     common.refuse_options("random_search", options, _OPTIONS)
     _check("random_search", measurer, budget)
-    space = _Space(graph, cluster, groups, target_groups)
+    space = Space(graph, cluster, groups, target_groups)
     rng = np.random.default_rng(0 if seed is None else seed)
     best_t, best = np.inf, None
     done = 0
@@ -169,6 +161,99 @@ def place_random_search(
     return space.placement(best, "random_search", step_time=best_t, budget=int(budget), samples=done)
 
 
+def uniform_moves(space: Space, rng: np.random.Generator, cur: np.ndarray, k: int) -> np.ndarray:
+    """[k, L] neighbours of `cur`, each moving one tie class drawn uniformly to another allowed device."""
+    movable = np.flatnonzero(space.allowed.sum(axis=1) > 1)
+    cand = np.repeat(cur[None], k, axis=0)
+    which = rng.choice(movable, size=k)
+    for i, g in enumerate(which):
+        choices = np.flatnonzero(space.allowed[g] & (np.arange(space.allowed.shape[1]) != cur[g]))
+        cand[i, g] = rng.choice(choices)
+    return cand
+
+
+class Annealing:
+    """Simulated annealing's state, driven one batch at a time (module doc).
+
+    `propose` returns the next placements to measure and `observe` takes their
+    step times, so the caller owns the measuring (place_local_search below, or
+    a learner that changes how neighbours are drawn through `moves`).
+
+    Args:
+      space: the tie classes and their allowed devices.
+      rng: the search's random generator (shared with `moves`).
+      budget: placements the whole search may measure (sets the cooling rate).
+      batch: neighbours per round.
+      t_start, t_end: first and last temperature, as fractions of the start's step time.
+      moves: callable(rng, cur [L], k) -> [k, L] neighbours; default `uniform_moves`.
+    """
+
+    def __init__(self, space: Space, rng, budget: int, batch: int, t_start: float, t_end: float, moves=None):
+        self.space, self.rng, self.budget, self.batch = space, rng, int(budget), int(batch)
+        self.t_start, self.t_end = float(t_start), float(t_end)
+        self.moves = moves or (lambda r, cur, k: uniform_moves(space, r, cur, k))
+        self.done = 0
+        self.cur: np.ndarray | None = None
+        self.cur_t = np.inf
+        self.best, self.best_t = None, np.inf
+        self.temp = self.cool = 0.0
+        self.movable = bool((space.allowed.sum(axis=1) > 1).any())
+
+    @property
+    def started(self) -> bool:
+        """Whether a start that runs has been found (annealing proper has begun)."""
+        return self.temp > 0
+
+    def finished(self) -> bool:
+        """Whether the budget is spent, or nothing can move."""
+        return self.done >= self.budget or (self.started and not self.movable)
+
+    def propose(self) -> np.ndarray:
+        """[k, L] the next placements to measure: single_gpu first, random ones while no start ran, then neighbours."""
+        if self.done == 0:
+            return self.space.from_ops(single.place_single_gpu(self.space.graph, self.space.cluster).devices)[None]
+        k = min(self.batch, self.budget - self.done)
+        if not self.started:
+            return self.space.random(self.rng, k)
+        return self.moves(self.rng, self.cur, k)
+
+    def observe(self, cand: np.ndarray, t: np.ndarray) -> bool:
+        """Takes the step times (s, inf = failed) of `propose`'s placements; returns whether the current one moved."""
+        self.done += len(cand)
+        j = int(np.argmin(t))
+        if not self.started:
+            if np.isfinite(t[j]):
+                self.cur, self.cur_t = cand[j].copy(), float(t[j])
+                self.best, self.best_t = self.cur.copy(), self.cur_t
+                rounds = max(1, -(-(self.budget - 1) // self.batch))
+                self.cool = (self.t_end / self.t_start) ** (1.0 / max(1, rounds - 1))
+                self.temp = self.t_start * self.best_t
+            return self.started
+        moved = bool(t[j] < self.cur_t or self.rng.random() < np.exp(-(t[j] - self.cur_t) / self.temp))
+        if moved:
+            self.cur, self.cur_t = cand[j], float(t[j])
+        if self.cur_t < self.best_t:
+            self.best, self.best_t = self.cur.copy(), self.cur_t
+        self.temp *= self.cool
+        return moved
+
+    def state(self) -> dict:
+        """A JSON-serialisable copy of the search's state (the generator's included)."""
+        arr = lambda a: None if a is None else np.asarray(a).tolist()  # noqa: E731
+        return {
+            "done": self.done, "cur": arr(self.cur), "cur_t": self.cur_t, "best": arr(self.best),
+            "best_t": self.best_t, "temp": self.temp, "cool": self.cool, "rng": self.rng.bit_generator.state,
+        }  # fmt: skip
+
+    def load_state(self, state: dict) -> None:
+        """Restores what `state` returned."""
+        self.done, self.cur_t, self.best_t = int(state["done"]), float(state["cur_t"]), float(state["best_t"])
+        self.temp, self.cool = float(state["temp"]), float(state["cool"])
+        self.cur = None if state["cur"] is None else np.asarray(state["cur"], np.int64)
+        self.best = None if state["best"] is None else np.asarray(state["best"], np.int64)
+        self.rng.bit_generator.state = state["rng"]
+
+
 def place_local_search(
     graph: OpGraph,
     cluster: Cluster,
@@ -176,9 +261,9 @@ def place_local_search(
     seed=None,
     measurer: Measurer | None = None,
     budget: int = 256,
-    batch: int = 16,
-    t_start: float = 0.02,
-    t_end: float = 0.0005,
+    batch: int = BATCH,
+    t_start: float = T_START,
+    t_end: float = T_END,
     groups: grouping_lib.Grouping | None = None,
     target_groups: int = 256,
     on_measured=None,
@@ -204,31 +289,15 @@ def place_local_search(
     """
     common.refuse_options("local_search", options, (*_OPTIONS, "t_start", "t_end"))
     _check("local_search", measurer, budget)
-    space = _Space(graph, cluster, groups, target_groups)
-    rng = np.random.default_rng(0 if seed is None else seed)
-    cur, cur_t, done = _start(space, measurer, rng, budget, batch)
-    if not np.isfinite(cur_t):
+    space = Space(graph, cluster, groups, target_groups)
+    search = Annealing(space, np.random.default_rng(0 if seed is None else seed), budget, batch, t_start, t_end)
+    while not search.finished():
+        cand = search.propose()
+        search.observe(cand, space.times(measurer, cand))
+        if on_measured is not None and search.started:
+            on_measured(search.done, search.best_t)
+    if not search.started:
         raise InputError(f"local_search: neither single_gpu nor {budget - 1} random placements of {graph.name} ran")
-    best, best_t = cur.copy(), float(cur_t)
-    rounds = max(1, -(-(budget - 1) // batch))
-    cool = (t_end / t_start) ** (1.0 / max(1, rounds - 1))
-    temp = t_start * best_t
-    movable = np.flatnonzero(space.allowed.sum(axis=1) > 1)
-    while done < budget and len(movable):
-        k = min(batch, budget - done)
-        cand = np.repeat(cur[None], k, axis=0)
-        which = rng.choice(movable, size=k)
-        for i, g in enumerate(which):
-            choices = np.flatnonzero(space.allowed[g] & (np.arange(cluster.num_devices) != cur[g]))
-            cand[i, g] = rng.choice(choices)
-        t = space.times(measurer, cand)
-        done += k
-        j = int(t.argmin())
-        if t[j] < cur_t or rng.random() < np.exp(-(t[j] - cur_t) / temp):
-            cur, cur_t = cand[j], float(t[j])
-        if cur_t < best_t:
-            best, best_t = cur.copy(), cur_t
-        temp *= cool
-        if on_measured is not None:
-            on_measured(done, best_t)
-    return space.placement(best, "local_search", step_time=best_t, budget=int(budget), samples=done)
+    return space.placement(
+        search.best, "local_search", step_time=search.best_t, budget=int(budget), samples=search.done
+    )

@@ -80,6 +80,11 @@ def placer_config() -> ml_collections.ConfigDict:
     c.policy.gnn_group_bias_scale = 10.0
 
     c.train = ml_collections.ConfigDict()
+    # The learned method (placer/rl/methods.py registry): "seq2seq" is the paper's policy trained by
+    # REINFORCE (or PPO, below); "learned_moves" and "cost_model" are annealing with learned
+    # proposals or with a learned cost model screening them; "*_off" are their learning-off
+    # ablations and "annealing" the plain search. Chosen by bench/budget.py (docs/rl.md).
+    c.train.method = "seq2seq"
     # TF's hierarchical placer samples 4; the simulator measures a placement in
     # milliseconds, so more samples per policy update are nearly free (our choice).
     c.train.samples_per_step = 16

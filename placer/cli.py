@@ -356,12 +356,16 @@ def define_engine_flags(module_name: str):
             module_name=module_name,
         ),
         flags.DEFINE_integer(
-            "workers", 1, "With --engine=ray: Ray actors measuring a step's placements in parallel.",
+            "workers",
+            1,
+            "With --engine=ray: Ray actors measuring a step's placements in parallel.",
             lower_bound=1,
             module_name=module_name,
         ),
         flags.DEFINE_string(
-            "ray_address", None, "With --engine=ray: the Ray cluster to join (default: start a local Ray).",
+            "ray_address",
+            None,
+            "With --engine=ray: the Ray cluster to join (default: start a local Ray).",
             module_name=module_name,
         ),
     )

@@ -24,20 +24,9 @@ from placer.core.placement import Placement
 from placer.rl import policy as policy_lib
 from placer.rl import rl_math
 from placer.rl.problem import Problem
-from placer.rl.run_files import Summaries, curve_csv, read_history
+from placer.rl.run_files import Summaries, curve_csv, read_history, seed_everything, step_line  # noqa: F401 (re-exported)
 
 MASKED = -1e9  # logit bias of a device a group cannot run on
-
-
-def seed_everything(seed: int) -> None:
-    """Seeds Python, numpy and TensorFlow and makes TF's kernels deterministic.
-
-    With this, two step-bounded searches of one seed in fresh processes on
-    one machine write the same best placement (op determinism trades some
-    kernel speed for run-to-run equal floating-point results).
-    """
-    keras.utils.set_random_seed(int(seed))
-    tf.config.experimental.enable_op_determinism()
 
 
 class Trainer:
@@ -105,8 +94,6 @@ class Trainer:
         self._features = tf.constant(problem.features, tf.float32)
         self._mask = tf.constant(self.mask_bias)
         self._leader = tf.constant(problem.leader, tf.int32)
-
-    # ----- state ----------------------------------------------------------
 
     def run_info(self) -> dict:
         """What run.json records: the graph, groups, devices, policy, encoder and update rule."""
@@ -184,8 +171,6 @@ class Trainer:
         devices = self.policy.greedy(self.problem.type_ids, self.problem.features, self.mask_bias, self.problem.leader)
         return self.problem.placement(devices, method="rl_greedy", **self.metadata)
 
-    # ----- training -----------------------------------------------------
-
     @tf.function(reduce_retracing=True)
     def _imitate(self, actions, optimizer):
         with tf.GradientTape() as tape:
@@ -257,9 +242,9 @@ class Trainer:
 
     def _schedules(self, step: int) -> tuple[float, float]:
         """(logits noise std, entropy weight) at `step`; sets the policy's temperature."""
-        self.policy.set_temperature(_scheduled(self.pc, "temperature", self.pc.temperature, step))
+        self.policy.set_temperature(rl_math.scheduled_field(self.pc, "temperature", self.pc.temperature, step))
         noise = float(self.pc.logits_noise_std) if step < int(self.pc.logits_noise_steps) else 0.0
-        return noise, _scheduled(self.tc, "entropy", self.tc.entropy_weight, step)
+        return noise, rl_math.scheduled_field(self.tc, "entropy", self.tc.entropy_weight, step)
 
     def _learn(self, actions: np.ndarray, r: np.ndarray, mask: np.ndarray, ref: float, ent: float) -> float:
         """Updates the policy on one batch (several epochs when PPO); returns the mean entropy (nats)."""
@@ -305,20 +290,29 @@ class Trainer:
         self.memory_devices.assign(np.concatenate([a, np.zeros((size - len(a), a.shape[1]), np.int32)]))
         self.memory_rewards.assign(np.concatenate([rr, np.full(size - len(rr), -np.inf)]))
 
+    def sample(self) -> np.ndarray:
+        """[K, G] the next batch of group placements, drawn from the policy (K = samples_per_step)."""
+        step = int(self.step.numpy())
+        noise, _ = self._schedules(step)
+        p = self.problem
+        return self.policy.sample(
+            p.type_ids, p.features, self.tc.samples_per_step, seed=(self.seed, step), noise_std=noise,
+            mask_bias=self.mask_bias, leader=p.leader,
+        )  # fmt: skip
+
     def train_step(self) -> dict:
         """Samples, measures and updates once; returns the step's statistics."""
+        actions = self.sample()
+        return self.learn(actions, self.problem.measure(self.measurer, actions))
+
+    def learn(self, actions: np.ndarray, results: list) -> dict:
+        """Updates the policy on sampled placements and their measurements; returns the step's statistics.
+
+        `actions` [K, G] are the placements `sample` drew (a prefix when a budget ran out), `results` their K
+        Measurements.
+        """
         step = int(self.step.numpy())
-        noise, ent = self._schedules(step)
-        actions = self.policy.sample(
-            self.problem.type_ids,
-            self.problem.features,
-            self.tc.samples_per_step,
-            seed=(self.seed, step),
-            noise_std=noise,
-            mask_bias=self.mask_bias,
-            leader=self.problem.leader,
-        )
-        results = self.problem.measure(self.measurer, actions)
+        _, ent = self._schedules(step)
         self.samples += len(actions)
         times = np.array([m.step_time for m in results], dtype=np.float64)
         failed = np.array([not m.ok for m in results])
@@ -362,8 +356,7 @@ class Trainer:
         return stats
 
     def _lr(self, step: int) -> float:
-        lr = self.optimizer.learning_rate
-        return float(lr(step)) if callable(lr) else float(lr.numpy() if hasattr(lr, "numpy") else lr)
+        return float(rl_math.scheduled_lr(self.optimizer.learning_rate, step))
 
     def train(self, steps: int, *, progress: bool = True, on_step=None, max_seconds: float = 0.0) -> dict:
         """Runs until `steps` steps in total have been taken (counting resumed ones).
@@ -397,22 +390,3 @@ class Trainer:
         bar.close()
         self.summaries.flush()
         return stats
-
-
-def step_line(stats: dict, steps: int, seconds: float) -> str:
-    """The line a run without a progress bar prints now and then: step, best and mean step time, wall time."""
-    return (
-        f"step {stats['step']}/{steps}: best step time {fmt.seconds(stats['best_step_time'])}, "
-        f"this step's mean {fmt.seconds(stats['mean_step_time'])}; {seconds:.0f} s of training"
-    )
-
-
-def _scheduled(section, prefix: str, start: float, step: int) -> float:
-    """A config value on its schedule: `{prefix}_schedule` from `start` to `{prefix}_end` over `{prefix}_decay_steps`."""
-    return rl_math.scheduled(
-        section.get(f"{prefix}_schedule", "constant"),
-        start,
-        section.get(f"{prefix}_end", start),
-        section.get(f"{prefix}_decay_steps", 0),
-        step,
-    )

@@ -238,3 +238,28 @@ def compute_prior(seconds: np.ndarray, strength: float) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         bias = -strength * np.log(charge / best)
     return np.where(ok & np.isfinite(bias), bias, 0.0).astype(np.float32)
+
+
+def scheduled_field(section, prefix: str, start: float, step: int) -> float:
+    """A config value on its schedule: `{prefix}_schedule` from `start` to `{prefix}_end` over `{prefix}_decay_steps`.
+
+    Args:
+      section: a config section (e.g. `config.placer.train`) with those fields (absent = constant).
+      prefix: the value's name, e.g. "entropy" or "temperature".
+      start: the value at step 0.
+      step: the current step.
+    """
+    return scheduled(
+        section.get(f"{prefix}_schedule", "constant"),
+        start,
+        section.get(f"{prefix}_end", start),
+        section.get(f"{prefix}_decay_steps", 0),
+        step,
+    )
+
+
+def scheduled_lr(learning_rate, step: int) -> float:
+    """An optimizer's learning rate at `step`: a schedule (callable), a variable or a number."""
+    if callable(learning_rate):
+        return float(learning_rate(step))
+    return float(learning_rate.numpy() if hasattr(learning_rate, "numpy") else learning_rate)

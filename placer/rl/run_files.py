@@ -10,7 +10,9 @@ import os
 
 import numpy as np
 import tensorflow as tf
+import tf_keras as keras
 
+from placer.core import fmt
 from placer.core.errors import InputError, one_line
 
 CURVE_COLUMNS = ("step", "samples", "wall_seconds", "mean_step_time", "best_step_time", "entropy")
@@ -86,3 +88,22 @@ class Summaries:
     def flush(self) -> None:
         if self.writer is not None:
             self.writer.flush()
+
+
+def seed_everything(seed: int) -> None:
+    """Seeds Python, numpy and TensorFlow and makes TF's kernels deterministic.
+
+    With this, two step-bounded searches of one seed in fresh processes on
+    one machine write the same best placement (op determinism trades some
+    kernel speed for run-to-run equal floating-point results).
+    """
+    keras.utils.set_random_seed(int(seed))
+    tf.config.experimental.enable_op_determinism()
+
+
+def step_line(stats: dict, steps: int, seconds: float) -> str:
+    """The line a run without a progress bar prints now and then: step, best and mean step time, wall time."""
+    return (
+        f"step {stats['step']}/{steps}: best step time {fmt.seconds(stats['best_step_time'])}, "
+        f"this step's mean {fmt.seconds(stats['mean_step_time'])}; {seconds:.0f} s of training"
+    )

@@ -1,10 +1,11 @@
-"""One RL placement search, end to end: load, group, train, report.
+"""One learned placement search, end to end: load, group, run the chosen method, report.
 
 The library behind `placer-train`, the demo and the benchmarks.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import time
@@ -18,9 +19,11 @@ from placer.core import atomic, fmt
 from placer.core.errors import InputError
 from placer.measure import bounds
 from placer.measure import registry as measure_registry
-from placer.rl import encoders, rl_math, transfer_lib
+from placer.rl import encoders, methods, search_loop, transfer_lib
+from placer.rl import learner as learner_lib
 from placer.rl import problem as problem_lib
-from placer.rl.reinforce import Trainer, seed_everything
+from placer.rl.learn_seq2seq import apply_warm_start  # noqa: F401 (the warm start's home before the methods)
+from placer.rl.reinforce import seed_everything
 
 
 def check_fresh_workdir(workdir: str, resume: bool, log=print) -> bool:
@@ -53,79 +56,75 @@ def run(
     log=print,
     max_seconds: float = 0.0,
     init_from: str | None = None,
+    max_placements: int = 0,
 ) -> dict:
-    """Trains the RL placer and writes best_placement.json and summary.json.
+    """Runs the learned placement method `config.placer.train.method`; writes best_placement.json and summary.json.
 
     Args:
       config: a model config with `placer`, `cluster` and `measure` fields
         (the model section is ignored when `graph_path` is given).
-      workdir: output folder (checkpoints, TensorBoard events, results).
-      steps: total policy-gradient steps (counting resumed ones); positive.
-      seed: seeds the policy weights and the sampling.
+      workdir: output folder (checkpoints, curves, results).
+      steps: total rounds of the method (a round proposes and measures one batch; for the
+        seq2seq policy, one policy-gradient step), counting resumed ones; 0 = no limit.
+      seed: seeds the method's weights and draws.
       resume: continue the search saved in `workdir`.
       graph_path: a graph JSON file to place instead of the config's model.
       progress: show a progress line.
       log: where to print the summary lines.
-      max_seconds: stop training after this much wall time (0 = no limit).
+      max_seconds: stop after this much wall time (0 = no limit).
       init_from: a placer-pretrain policy folder to fine-tune (the graph policy).
+      max_placements: stop after this many measured placements in all, a warm start's
+        included (0 = no limit).
 
     Returns:
       The summary dict that is also written to summary.json.
 
     Raises:
-      InputError: bad steps, cluster, measure kind, or a checkpoint that does not match.
+      InputError: bad limits, method, cluster, measure kind, or a checkpoint that does not match.
     """
-    if steps <= 0:
-        raise InputError(f"--steps must be positive, got {steps}")
+    limits = search_loop.Limits(rounds=steps, placements=max_placements, seconds=max_seconds)
+    limits.check()
+    name = config.placer.train.get("method", methods.DEFAULT)
+    method = methods.get(name)
     _check_options(config)
     resume = check_fresh_workdir(workdir, resume, log)
     seed_everything(seed)
     t0 = time.time()
-    cluster, graph, measurer = _load(config, graph_path, log)
-    kind, tc = config.measure, config.placer.train
-    problem, groups, warm = prepare_problem(graph, cluster, config.placer, measurer, seed, log)
-    level = measure_registry.level_of(measurer, problem.placement(np.zeros(problem.num_groups, np.int64)))
+    cluster, graph, inner = _load(config, graph_path, log)
+    measurer = search_loop.CountingMeasurer(inner)
+    placer = config.placer
+    if not methods.uses_warm_start(name) or resume:
+        placer = copy.deepcopy(placer)
+        placer.train.warm_start = "" if not methods.uses_warm_start(name) else placer.train.warm_start
+    problem, groups, warm = prepare_problem(graph, cluster, placer, measurer, seed, log)
+    level = measure_registry.level_of(inner, problem.placement(np.zeros(problem.num_groups, np.int64)))
     log(
         f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
-        f"tied), {cluster.num_devices} devices ({cluster.name}), measure={kind} ({level} level); prepared in "
-        f"{time.time() - t0:.1f} s"
+        f"tied), {cluster.num_devices} devices ({cluster.name}), measure={config.measure} ({level} level), "
+        f"method={name}; prepared in {time.time() - t0:.1f} s"
     )
-    log(start_line(tc.warm_start if warm is not None else "", resume, init_from))
-    policy = transfer_lib.policy_for_trainer(
-        problem, cluster, config.placer, seed=seed, init_from=init_from, source=graph_path or config.model.name
-    )
-    if init_from is not None:
+    log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from))
+    if init_from is not None and name == "seq2seq":
         log(f"policy from {init_from}: {transfer_lib.trained_on(transfer_lib.read_description(init_from))}")
-    trainer = Trainer(
-        problem,
-        measurer,
-        config.placer,
-        workdir,
-        seed=seed,
-        metadata={"cluster": cluster.name, "measure": kind, "level": level},
-        policy=policy,
-    )
-    start = trainer.restore() if resume else 0
-    imitation = None
-    if resume and start >= steps:
-        log(f"{workdir}: finished at step {start} (asked for {steps}); nothing to do, nothing changed")
+    budget = max_placements or steps * int(placer.train.samples_per_step)
+    setup = learner_lib.Setup(
+        problem, groups, cluster, placer, measurer, workdir, seed=seed, budget=budget, warm=None if resume else warm,
+        init_from=init_from, source=graph_path or config.model.name, log=log,
+    )  # fmt: skip
+    loop = search_loop.Loop(
+        method(setup), problem, measurer, workdir, placer.train.checkpoint_every,
+        {"method": "rl", "learner": name, "cluster": cluster.name, "measure": config.measure, "level": level},
+    )  # fmt: skip
+    start = loop.restore() if resume else 0
+    if resume and loop._done(limits, time.time()):
+        log(f"{workdir}: finished at step {start} ({loop.placements} placements); nothing to do, nothing changed")
         return _read_json(os.path.join(workdir, "summary.json"))
     if resume:
-        log(f"resumed at step {start}, best so far {fmt.seconds(float(trainer.best_time.numpy()))}")
-    elif warm is not None:
-        imitation = apply_warm_start(trainer, problem, warm, tc, log)
+        log(f"resumed at step {start} ({loop.placements} placements), best so far {fmt.seconds(loop.best_t)}")
     t_train = time.time()
-    reached: list[tuple[int, float, float]] = []  # (step, seconds, best) whenever best improved
-
-    def on_step(stats):
-        if not reached or stats["best_step_time"] < reached[-1][2]:
-            reached.append((stats["step"], time.time() - t_train, stats["best_step_time"]))
-
-    with measure_registry.measuring(measurer, save=trainer.save, step=lambda: int(trainer.step.numpy())):
-        last = trainer.train(steps, progress=progress, on_step=on_step, max_seconds=max_seconds)
-    trainer.save()
-    summary = _summary(trainer, graph, groups, cluster, kind, seed, start, time.time() - t_train, reached, last)
-    summary["warm_start"] = imitation
+    with measure_registry.measuring(inner, save=lambda: loop.save(time.time()), step=lambda: loop.rounds):
+        last = loop.run(limits, progress=progress)
+    summary = _summary(loop, name, graph, groups, cluster, config.measure, seed, start, time.time() - t_train, last)
     atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
     _log_result(summary, last, log)
     return summary
@@ -187,52 +186,12 @@ def _load(config, graph_path: str | None, log=print):
     return cluster, loaded.graph, measurer
 
 
-def apply_warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
-    """Imitates the warm-start placement, recorded as the best at step 0; returns what summary.json says of it.
-
-    Args:
-      trainer: the Trainer, before its first step.
-      problem: its placement problem (grouped with the warm placement's devices as colours).
-      warm: (step time in seconds or None, Placement), as best_baseline returns.
-      tc: the config's `placer.train` section (warm_start_steps, warm_start_learning_rate).
-      log: where the summary line goes.
-    """
-    step_time, placement = warm
-    target = rl_math.group_devices_from_ops(
-        placement.devices,
-        problem.op_group,
-        problem.leader,
-        np.ones(len(placement.devices)),
-        len(problem.device_names),
-        allowed=problem.allowed,
-    )
-    copy = problem.placement(target)
-    if not np.array_equal(copy.devices, placement.devices):
-        # The grouping could not keep the baseline's devices apart (a large graph grouped without
-        # its colours): the policy imitates each group's majority device, a different placement,
-        # so that one is measured and recorded instead of the baseline's time.
-        (m,) = trainer.measurer.measure([copy])
-        step_time = m.step_time if m.failure is None else None
-        log(
-            f"warm start: the groups mix the baseline's devices; their majority placement measures {fmt.seconds(m.step_time)}"
-        )
-    nll, taken, equal = trainer.warm_start(
-        target[problem.leader], tc.warm_start_steps, tc.warm_start_learning_rate, step_time=step_time
-    )
-    method = placement.metadata.get("method")
-    log(
-        f"warm start: imitated {method} ({fmt.seconds(step_time or float('inf'))}, recorded as the best at step 0) "
-        f"for {taken} steps, final NLL {nll:.3f}; the greedy placement {'equals' if equal else 'still differs from'} it"
-        + ("" if equal else f" (step cap {tc.warm_start_steps})")
-    )
-    return {"method": method, "step_time": step_time, "imitation_steps": taken, "nll": nll, "greedy_equal": equal}
-
-
-def _summary(trainer, graph, groups, cluster, kind, seed, start, wall, reached, last) -> dict:
+def _summary(loop, name, graph, groups, cluster, kind, seed, start, wall, last) -> dict:
     """The dict written to summary.json."""
     lb = bounds.lower_bound(graph, cluster)
-    best = float(trainer.best_time.numpy())
-    info = trainer.run_info()
+    best = loop.best_t if np.isfinite(loop.best_t) else None
+    rounds = loop.rounds - start
+    outside = wall - (loop.measurer.seconds - loop.measured_at_start)  # this process: all but measuring
     return {
         "graph": graph.name,
         "fingerprint": graph.fingerprint(),
@@ -240,19 +199,21 @@ def _summary(trainer, graph, groups, cluster, kind, seed, start, wall, reached, 
         "groups": groups.num_groups,
         "cluster": cluster.name,
         "measure": kind,
-        "level": trainer.metadata.get("level"),
-        "policy": info["policy"],
-        "encoder": info["encoder"],
-        "algorithm": info["algorithm"],
-        "steps": int(trainer.step.numpy()),
+        "level": loop.metadata.get("level"),
+        "method": name,
+        **loop.learner.info(),
+        "steps": loop.rounds,
+        "placements": loop.placements,
         "seed": seed,
-        "best_step_time": best if np.isfinite(best) else None,
+        "best_step_time": best,
         "lower_bound": lb,
-        "ratio_to_lower_bound": best / lb if np.isfinite(best) and lb > 0 else None,
+        "ratio_to_lower_bound": best / lb if best is not None and lb > 0 else None,
         "train_seconds": wall,
-        "seconds_to_within_5pct": _time_to_within(reached, best, 0.05),
-        "steps_per_second": (int(trainer.step.numpy()) - start) / max(wall, 1e-9),
-        "samples_per_step": int(trainer.tc.samples_per_step),
+        "measure_seconds": loop.measure_seconds(),
+        "overhead_seconds_per_placement": outside / max(1, loop.measurer.count - loop.count_at_start),
+        "seconds_to_within_5pct": _time_to_within(loop.curve, best, 0.05),
+        "steps_per_second": rounds / max(wall, 1e-9),
+        "curve": loop.curve,
         "last_step": last,
     }
 
@@ -306,9 +267,9 @@ def _read_json(path: str) -> dict:
         return {}
 
 
-def _time_to_within(reached, best: float, tol: float) -> float | None:
+def _time_to_within(curve, best: float | None, tol: float) -> float | None:
     """Seconds until the best step time first came within `tol` of the final best."""
-    for _, seconds, t in reached:
+    for _, t, seconds in curve if best is not None else ():
         if t <= best * (1 + tol):
             return seconds
     return None

@@ -1,0 +1,219 @@
+"""Tables, curves and verdicts of bench/budget.py (no TensorFlow)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import statistics
+
+from placer.core import atomic
+
+LEARNED = ("learned_moves", "cost_model", "reinforce", "rl_fixed")  # with an ablation where one exists
+ABLATION = {"learned_moves": "learned_moves_off", "cost_model": "cost_model_off"}
+PAPER = ("configs/rnnlm.py", "configs/nmt.py", "configs/inception_v3.py")
+
+
+def best_at(curve, placements: int) -> float:
+    """Best step time (s) within `placements` measured placements (inf before the first)."""
+    reached = [t for n, t, _ in curve if n <= placements]
+    return min(reached) if reached else float("inf")
+
+
+def best_within(curve, seconds: float) -> float:
+    """Best step time (s) reached within `seconds` of wall time."""
+    reached = [t for _, t, w in curve if w <= seconds]
+    return min(reached) if reached else float("inf")
+
+
+def save(out: str, runs: list[dict], settings: dict) -> None:
+    atomic.write_text(os.path.join(out, "results.json"), json.dumps({"settings": settings, "runs": runs}))
+
+
+def combine(folders: list[str]) -> tuple[list[dict], dict]:
+    """The runs of several results.json (one per folder), and the first one's settings with merged lists."""
+    runs, settings = [], None
+    for folder in folders:
+        with open(os.path.join(folder, "results.json")) as f:
+            data = json.load(f)
+        runs += data["runs"]
+        if settings is None:
+            settings = dict(data["settings"])
+        for key in ("graphs", "methods", "seeds"):
+            settings[key] = list(dict.fromkeys(settings[key] + data["settings"][key]))
+        settings["budgets"] = sorted(set(settings["budgets"]) | set(data["settings"]["budgets"]))
+        commits = settings["commit"].split(", ")
+        settings["commit"] = ", ".join(dict.fromkeys([*commits, *data["settings"]["commit"].split(", ")]))
+        if data["settings"].get("max_minutes"):
+            settings["max_minutes"] = max(settings.get("max_minutes", 0), data["settings"]["max_minutes"])
+    return runs, settings
+
+
+def _runs(runs, graph, method, placements: int = 0):
+    """The runs of `method` on `graph` that measured at least `placements` (all when 0), by seed."""
+    chosen = (r for r in runs if r["graph"] == graph and r["method"] == method and r["placements"] >= placements)
+    return sorted(chosen, key=lambda r: r["seed"])
+
+
+def _cell(values: list[float]) -> str:
+    values = [v for v in values if v != float("inf")]  # inf: nothing ran within the limit
+    if not values:
+        return "-"
+    med = statistics.median(values)
+    return f"{med:.4f}" if len(values) == 1 else f"{med:.4f} ({min(values):.4f}-{max(values):.4f})"
+
+
+def _signed(a: float, b: float) -> str:
+    return f"{100 * (a / b - 1):+.1f}%"
+
+
+def section(runs: list[dict], settings: dict) -> str:
+    """The Markdown body of the section: settings, one table per graph, then the targets."""
+    budgets, wall = settings["budgets"], settings["wall_seconds"]
+    lines = [
+        f"Commits {settings['commit']}; k80x4, simulator, op-level measurement; seeds {settings['seeds']}; "
+        f"each run goes once through placer-train's loop to the largest budget of its batch (`measured`) and each "
+        f"budget is read off its best-so-far curve (a warm start's placements count). Cells: median step time in seconds over "
+        f"the seeds (range), left out where a run measured fewer (`measured`, the fewest of its seeds'); "
+        f"vs annealing: signed % per seed (+ = slower). `overhead` = wall ms per placement "
+        f"outside measurement. `at {wall:g} s` = best within {wall:g} s of wall time."
+        + (
+            f" Runs capped at {settings['max_minutes']:g} minutes where `measured` falls short."
+            if settings.get("max_minutes")
+            else ""
+        ),
+        "",
+    ]
+    if settings.get("note"):
+        lines += [settings["note"], ""]
+    for graph in settings["graphs"]:
+        head = [f"{n} pl." for n in budgets] + [f"vs annealing at {n}" for n in budgets]
+        seeds = sorted({r["seed"] for r in runs if r["graph"] == graph})
+        lines += [
+            f"**{graph}** (seeds {', '.join(map(str, seeds))})",
+            "",
+            "| method | measured | " + " | ".join(head) + f" | at {wall:g} s | overhead ms |",
+        ]
+        lines.append("|" + "---|" * (len(head) + 4))
+        ref = {r["seed"]: r for r in _runs(runs, graph, "annealing")}
+        for method in settings["methods"]:
+            rs = _runs(runs, graph, method)
+            if not rs:
+                continue
+            cells = [str(min(r["placements"] for r in rs))]  # fewest placements a seed's run measured
+            cells += [_cell([best_at(r["curve"], n) for r in _runs(runs, graph, method, n)]) for n in budgets]
+            for n in budgets:
+                pairs = [
+                    (best_at(r["curve"], n), best_at(ref[r["seed"]]["curve"], n))
+                    for r in _runs(runs, graph, method, n)
+                    if r["seed"] in ref and ref[r["seed"]]["placements"] >= n
+                ]
+                cells.append(" / ".join(_signed(a, b) for a, b in pairs) or "-")
+            cells.append(_cell([best_within(r["curve"], wall) for r in rs]))
+            cells.append(f"{1000 * statistics.median(r['overhead_per_placement'] for r in rs):.1f}")
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["Targets:", ""] + [f"- {text}: {'met' if ok else 'NOT met'}" for text, ok in targets(runs, settings)]
+    return "\n".join(lines) + "\n"
+
+
+def _at_or_under(runs, graph, method, n) -> tuple[list[bool], bool]:
+    """(per seed: method at or under annealing after n placements; the medians too)."""
+    ms, refs = _runs(runs, graph, method, n), {r["seed"]: r for r in _runs(runs, graph, "annealing", n)}
+    pairs = [(best_at(r["curve"], n), best_at(refs[r["seed"]]["curve"], n)) for r in ms if r["seed"] in refs]
+    if not pairs:
+        return [], False
+    return [a <= b for a, b in pairs], statistics.median(a for a, _ in pairs) <= statistics.median(b for _, b in pairs)
+
+
+def winner(runs, settings) -> str | None:
+    """The learned method at or under annealing on the most paper graph-seeds at the largest budget."""
+    n = settings["budgets"][-1]
+    scores = {m: sum(sum(_at_or_under(runs, g, m, n)[0]) for g in PAPER) for m in LEARNED if m in settings["methods"]}
+    return max(scores, key=scores.get) if scores else None
+
+
+def targets(runs, settings) -> list[tuple[str, bool]]:
+    """(description with the figures, met) of each target of the benchmark."""
+    out = []
+    best = winner(runs, settings)
+    graphs = [g for g in PAPER if g in settings["graphs"]]
+    for n in (4000, 16000):
+        if best is None or n not in settings["budgets"] or len(graphs) < 3:
+            out.append(
+                (f"best learned method at or under annealing at {n} on all 3 paper graphs (not measured)", False)
+            )
+            continue
+        per = {g: _at_or_under(runs, g, best, n) for g in graphs}
+        seeds = sum(sum(s) for s, _ in per.values())
+        total = sum(len(s) for s, _ in per.values())
+        ok = all(m for _, m in per.values()) and seeds >= 7
+        out.append((f"{best} at or under annealing at {n}: medians on {sum(m for _, m in per.values())}/3 graphs, "
+                    f"{seeds}/{total} graph-seeds (need 3/3 and 7/9)", ok))  # fmt: skip
+    out.append(("a pretrained-policy method at or under annealing at 1000 on the 3 held-out graphs (not built)", False))
+    off = ABLATION.get(best or "")
+    n = settings["budgets"][-1]
+    if off and off in settings["methods"]:
+        worse = []
+        for g in graphs:
+            on, ab = _runs(runs, g, best, n), _runs(runs, g, off, n)
+            if on and ab:
+                worse.append(
+                    statistics.median(best_at(r["curve"], n) for r in ab)
+                    > statistics.median(best_at(r["curve"], n) for r in on)
+                )
+        ok = sum(worse) >= 2 and n >= 16000
+        out.append(
+            (
+                f"{best} with learning off worse at {n} on {sum(worse)}/{len(worse)} paper graphs (need 2 of 3 at 16000)",
+                ok,
+            )
+        )
+    else:
+        out.append(("the winner with learning off worse on 2 of 3 paper graphs (no ablation measured)", False))
+    out += _speed(runs)
+    return out
+
+
+def _speed(runs) -> list[tuple[str, bool]]:
+    nmt = [r for r in runs if r["graph"] == "configs/nmt.py"]
+    pol = [r["overhead_per_placement"] for r in nmt if r["method"] in ("reinforce", "rl_fixed")]
+    ann = [r["placements"] / r["train_seconds"] for r in nmt if r["method"] == "annealing"]
+    return [
+        ("seq2seq overhead per placement on NMT <= 20 ms: "
+         + (f"{1000 * statistics.median(pol):.1f} ms" if pol else "not measured"), bool(pol) and statistics.median(pol) <= 0.02),
+        ("annealing >= 300 op-level placements/s on NMT: "
+         + (f"{statistics.median(ann):.0f}/s" if ann else "not measured"), bool(ann) and statistics.median(ann) >= 300),
+    ]  # fmt: skip
+
+
+def curves(out: str, runs: list[dict]) -> None:
+    """Best-so-far curves: one CSV of every run, and one PNG per graph (median over seeds is not drawn: each run is)."""
+    with open(os.path.join(out, "curves.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(("graph", "method", "seed", "placements", "best_step_time", "wall_seconds"))
+        for r in runs:
+            for n, t, s in r["curve"]:
+                w.writerow((r["graph"], r["method"], r["seed"], n, t, s))
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    for graph in dict.fromkeys(r["graph"] for r in runs):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        colours = {}
+        for r in (r for r in runs if r["graph"] == graph and r["curve"]):
+            n, t = [c[0] for c in r["curve"]] + [r["placements"]], [c[1] for c in r["curve"]] + [r["curve"][-1][1]]
+            c = colours.setdefault(r["method"], f"C{len(colours)}")
+            ax.step(
+                n, t, where="post", color=c, label=r["method"] if r["seed"] == min(x["seed"] for x in runs) else None
+            )
+        ax.set_xscale("log")
+        ax.set_xlabel("measured placements")
+        ax.set_ylabel("best step time (s)")
+        ax.set_title(graph)
+        ax.legend(fontsize=7)
+        name = graph.replace("configs/", "").replace(".py", "").replace(":", "_").replace("=", "")
+        fig.savefig(os.path.join(out, f"{name}.png"), dpi=100, bbox_inches="tight")
+        plt.close(fig)

@@ -1,0 +1,88 @@
+"""The interface every learned placement method implements, and what it is built from.
+
+A method proposes group placements, is told their measurements, and saves
+and restores its own state; `placer.rl.search_loop` drives it and owns the
+budget of measured placements, the best placement, the files and the
+logging, so a method never measures or writes results itself. Methods are
+registered by name in `placer.rl.methods`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Protocol
+
+import numpy as np
+
+from placer.core.cluster import Cluster
+from placer.core.grouping import Grouping
+from placer.core.measurement import Measurement
+from placer.rl.problem import Problem
+
+
+@dataclasses.dataclass
+class Setup:
+    """What a method is built from.
+
+    Attributes:
+      problem: the groups to place (their features, allowed devices, tie leaders).
+      groups: the grouping behind `problem`.
+      cluster: the devices.
+      placer: `config.placer` (its policy and train sections).
+      measurer: the search's measurer, which counts every placement it is given
+        against the budget; a method measures only through it (warm starts).
+      workdir: the folder its state is saved in.
+      seed: seeds the method's draws.
+      budget: placements the whole search may measure (methods with a schedule,
+        such as annealing's cooling, fit it to this).
+      warm: (step time s, Placement) of the warm start's baseline, or None.
+      init_from: a placer-pretrain policy folder, or None.
+      source: the graph's file or model name (for messages).
+      log: where a method prints its lines.
+    """
+
+    problem: Problem
+    groups: Grouping
+    cluster: Cluster
+    placer: object
+    measurer: object
+    workdir: str
+    seed: int = 0
+    budget: int = 0
+    warm: tuple | None = None
+    init_from: str | None = None
+    source: str = ""
+    log: object = print
+
+
+class Learner(Protocol):
+    """One learned placement method (registered in placer.rl.methods).
+
+    A class implementing it may set `uses_warm_start = True` to be given the
+    warm start's baseline (`Setup.warm`); the others start where they choose.
+    """
+
+    def propose(self, limit: int) -> np.ndarray:
+        """[k, G] device per group of the next placements to measure, 1 <= k <= `limit`."""
+
+    def observe(self, devices: np.ndarray, results: list[Measurement]) -> dict:
+        """Learns from the measurements of `devices` (the rows `propose` returned); returns statistics to log."""
+
+    def best(self) -> tuple[float, np.ndarray] | None:
+        """(step time s, [G] devices) of a placement the method measured before proposing (a warm start), or None."""
+
+    def finished(self) -> bool:
+        """Whether the method has nothing left to propose."""
+
+    def save(self) -> None:
+        """Writes the method's state into `Setup.workdir` (atomically)."""
+
+    def restore(self) -> int:
+        """Reads the state `save` wrote; returns the rounds (propose/observe pairs) it had done.
+
+        Raises:
+          InputError: no state, a corrupt one, or one made for another problem.
+        """
+
+    def info(self) -> dict:
+        """What summary.json records of the method (its policy, encoder, update rule...)."""
