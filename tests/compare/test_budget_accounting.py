@@ -1,33 +1,22 @@
 """Placement files record how many placements their method measured, and placer-compare
 gives its same-budget searches that many, or says which budget it used and why."""
 
-import sys
-
 import pytest
-from absl import flags
 
 from configs import pretrain
-from placer import compare_main
 from placer.compare import compare_lib
 from placer.core import cluster as cluster_lib
 from placer.core import generated
 from placer.core import io as graph_io
 from placer.core.placement import Placement
 from placer.rl import graph_policy, place_lib
+from tests.inprocess import call
 
 
 def compare(capsys, *argv):
     """Runs placer-compare in this process; returns (exit status, stdout, stderr)."""
-    saved = list(sys.argv)
-    sys.argv[:] = ["placer-compare", *argv]
-    code = 0
-    try:
-        compare_main.run()
-    except SystemExit as e:
-        code = e.code or 0
-    finally:
-        sys.argv[:] = saved
-        flags.FLAGS.unparse_flags()
+    capsys.readouterr()
+    code = call("placer.compare_main", *argv)
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -123,10 +123,11 @@ def run(tmp_path, *args):
 
 def expect_error(out, *words):
     assert out.returncode == 2, out.stdout + out.stderr
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), out.stderr
+    lines = out.stderr.strip().splitlines()  # progress lines may come first; one error line, no traceback
+    errors = [x for x in lines if x.startswith("error:")]
+    assert len(errors) == 1 and lines[-1] == errors[0] and "Traceback" not in out.stderr, out.stderr
     for w in words:
-        assert w in lines[0], lines[0]
+        assert w in errors[0], errors[0]
 
 
 def test_cli_all_methods_with_oom_and_pngs(tmp_path):
