@@ -1,4 +1,4 @@
-"""placer/apply.py and placer/apply/run.py: validation, device maps, applying, verifying.
+"""placer/apply/devices.py and placer/apply/run.py: validation, device maps, applying, verifying.
 
 Hand-built graphs of a few ops check validation and device setting in this
 process; the round trip on the tiny NMT across 4 logical CPU devices runs in
