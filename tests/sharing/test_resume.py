@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
+from placer.testing.workloads import write_workload
 from tests.cli import ROOT
-from tests.sharing.test_search import write_workload
 
 STEPS = 12  # enough iterations for all the searches to outlast five kills
 KILLS = 5

@@ -9,7 +9,7 @@ ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -
 from placer.sharing import jobs as search_jobs  # noqa: E402
 from placer.sharing import search  # noqa: E402
 from placer.sharing.ray_engine import RayEngine  # noqa: E402
-from tests.sharing.test_search import write_workload  # noqa: E402
+from placer.testing.workloads import write_workload  # noqa: E402
 
 
 @pytest.fixture

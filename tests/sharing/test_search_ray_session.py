@@ -13,8 +13,8 @@ from placer.sharing import jobs as search_jobs  # noqa: E402
 from placer.sharing import search  # noqa: E402
 from placer.sharing.engines import MeasurerFactory  # noqa: E402
 from placer.sharing.ray_engine import RayEngine  # noqa: E402
+from placer.testing.workloads import write_workload  # noqa: E402
 from tests.cli import run_module  # noqa: E402
-from tests.sharing.test_search import write_workload  # noqa: E402
 from tests.sharing.test_search_ray import run_fair_killing_slot_0  # noqa: E402
 
 DEMO = "configs/searches/demo.py:session"  # tiny RNNLM and NMT on "local:2", 4 iterations each
