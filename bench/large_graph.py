@@ -26,8 +26,9 @@ import time
 from tabulate import tabulate
 
 from bench import report
-from bench.baselines import bench_cluster, layered_graph
+from bench.baselines import bench_cluster
 from placer.core import io
+from placer.core.generated import layered_graph
 
 LIMIT_S = 60.0
 LIMIT_BYTES = 4 * 2**30
