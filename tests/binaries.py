@@ -113,19 +113,24 @@ def run(module_name: str, *args: str, cwd: str = ROOT, timeout: float | None = N
     del timeout
     saved_env = {key: os.environ.get(key) for key in env}
     here = os.getcwd()
+    main = sys.modules["__main__"]
+    main_doc = main.__doc__  # placer.cli.own_flags_in_help gives __main__ the binary's docstring for --help
     result, code = {}, 0
     with isolated_flags(), _captured(result):
         os.environ.update(env)
         os.chdir(cwd)
         sys.modules.pop(module_name, None)
         try:
-            module = importlib.import_module(module_name)
+            # Set before the import, as a console script has it: a config flag's default is loaded when
+            # the flag is defined, and ml_collections reads its --config.x overrides from sys.argv then.
             sys.argv[:] = [program or module_name, *args]
+            module = importlib.import_module(module_name)
             module.run()
         except SystemExit as e:
             code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
         finally:
             sys.modules.pop(module_name, None)
+            main.__doc__ = main_doc
             os.chdir(here)
             for key, value in saved_env.items():
                 if value is None:
