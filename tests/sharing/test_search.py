@@ -15,11 +15,8 @@ from placer.sharing import jobs as search_jobs
 from placer.sharing import report as search_report
 from placer.sharing.engines import InProcessEngine, spread
 from placer.testing.workloads import write_workload
-from tests.cli import ROOT, run_module
-
-
-
-# ----- tiny workloads: placer.testing.workloads ------------------------------
+from tests import binaries
+from tests.cli import ROOT
 
 
 def read_curve(path):
@@ -186,7 +183,7 @@ def test_jobs_file_overrides_and_order(tmp_path):
 
 def test_cli_bad_jobs_file_is_one_line_exit_2(tmp_path):
     path = write_workload(tmp_path, job_fields=", colour='red'")
-    p = run_module("placer.search_main", f"--jobs={path}", f"--workdir={tmp_path / 'out'}")
+    p = binaries.run("placer.search_main", f"--jobs={path}", f"--workdir={tmp_path / 'out'}")
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [p.stderr.strip()]
     assert p.stderr.startswith("error: ") and "unknown field 'colour'" in p.stderr
@@ -239,6 +236,7 @@ def test_tf_measure_needs_a_model_config(tmp_path):
 # ----- end to end ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_three_searches_on_four_slots_under_both_policies(tmp_path):
     work = search_jobs.load_workload(write_workload(tmp_path, steps=5))
     out = _run_search(work, tmp_path / "out", "both", normalise="fitted_total")
@@ -276,6 +274,7 @@ class FailingJobEngine(InProcessEngine):
         return super().measure(job_id, placements, slots)
 
 
+@pytest.mark.slow
 def test_failed_search_gives_its_slots_back_and_faulty_workers_lose_nothing(tmp_path):
     from placer.sharing import search
 
