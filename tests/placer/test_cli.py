@@ -56,6 +56,7 @@ def check_help_lists(module_name: str, text: str) -> None:
     assert doc.splitlines()[0] in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_installed_script_help_lists_the_binarys_own_flags(script):
     # The console script as installed (setup.py's entry point), in its own process: sys.argv[0] is the
@@ -82,6 +83,7 @@ def test_verbosity_asked():
     assert not cli.verbosity_asked(["p", "--verbose_thing=3"])
 
 
+@pytest.mark.slow
 def test_config_overrides_work_with_graph_and_no_config(tmp_path):
     assert common.get_config().placer.train.warm_start  # the default does warm-start
     graph = OpGraph.create(
@@ -105,6 +107,7 @@ def test_config_overrides_work_with_graph_and_no_config(tmp_path):
     assert r.returncode == 2 and r.stderr.strip() == "error: give --config=configs/MODEL.py or --graph=FILE"
 
 
+@pytest.mark.slow
 def test_tf_logs_off_by_default_and_back_with_verbosity(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
     env["PYTHONPATH"] = ROOT

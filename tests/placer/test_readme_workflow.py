@@ -53,6 +53,7 @@ def small(argv: list[str]) -> tuple[str, list[str]]:
 FRESH = ("placer.extract_main", "placer.train_main")
 
 
+@pytest.mark.slow
 def test_readme_steps_run_as_written_without_tf_noise(tmp_path):
     commands = readme_commands()
     assert [c[0].rsplit("-", 1)[1] for c in commands] == ["extract", "train", "measure", "compare"]

@@ -88,6 +88,7 @@ def _check_files(work, graph) -> float | None:
     return best["metadata"]["step_time"]
 
 
+@pytest.mark.slow
 def test_sigkilled_train_resumes_to_completion_with_valid_files(files, tmp_path):
     _, graph = files
     work = tmp_path / "w"

@@ -41,6 +41,7 @@ def run_fair_killing_slot_0(engine, prepared, workdir: str, epoch_s: float, read
     return summary
 
 
+@pytest.mark.slow
 def test_killing_a_slot_actor_mid_run_does_not_stop_the_run(local_ray, tmp_path):
     work = search_jobs.load_workload(write_workload(tmp_path, steps=4, arrivals=(0.0, 0.0, 0.0)))
     prepared = search.prepare(work, log=lambda *a: None)
@@ -55,6 +56,7 @@ def test_killing_a_slot_actor_mid_run_does_not_stop_the_run(local_ray, tmp_path)
     assert all(j["best_step_time"] is not None for j in summary["jobs"])
 
 
+@pytest.mark.slow
 def test_too_few_slot_resources_is_an_input_error(local_ray):
     from placer.core.errors import InputError
 

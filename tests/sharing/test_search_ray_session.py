@@ -38,6 +38,7 @@ def _actor_cpus(actor) -> int:
     return ray.get(actor.__ray_call__.remote(logical_cpus), timeout=120)
 
 
+@pytest.mark.slow
 def test_session_slots_survive_a_killed_actor(local_ray, tmp_path):
     work = search_jobs.load_workload(DEMO)
     prepared = search.prepare(work, measure="session", log=lambda *a: None)
