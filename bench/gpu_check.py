@@ -130,9 +130,7 @@ def random_placement(graph, cluster, seed: int):
 
     groups = grouping.group(graph)
     rng = np.random.default_rng(seed)
-    (group_dev,) = search.random_group_devices(
-        graph, cluster, groups, 1, rng, devices=cluster.indices_of_type("GPU")
-    )
+    (group_dev,) = search.random_group_devices(graph, cluster, groups, 1, rng, devices=cluster.indices_of_type("GPU"))
     return common.finish(graph, cluster, group_dev[np.asarray(groups.op_group)], "random", seed=seed)
 
 
