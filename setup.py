@@ -18,7 +18,6 @@ setup(
         "networkx",
         "tqdm",
         "tabulate",
-        "jsonschema",
         "absl-py",
         "ml-collections",
         "matplotlib",

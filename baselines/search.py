@@ -8,7 +8,8 @@ candidate with the `Measurer` they are given (in placer-compare and
 bench/rl.py: the simulator the learner uses).
 
 - "random_search": `budget` placements drawn uniformly, each tie class on a
-  device all of its ops have kernels for; the fastest is kept.
+  device all of its ops have kernels for; the fastest is kept. The same
+  draws, without measuring, are `random_group_devices`.
 - "local_search": simulated annealing (Kirkpatrick et al., Science 1983)
   started from single_gpu (or, when that does not run, the fastest random
   placement that does). Each round proposes `batch` neighbours, each moving
@@ -81,14 +82,52 @@ class Space:
 
     def random(self, rng: np.random.Generator, k: int) -> np.ndarray:
         """[k, L] uniformly drawn allowed devices."""
-        u = rng.random((k, *self.allowed.shape)) * self.allowed
-        return u.argmax(axis=2)
+        return _draw(self.allowed, rng, k)
 
     def from_ops(self, op_devices: np.ndarray) -> np.ndarray:
         """[L] the device of each tie class by majority of its ops."""
         votes = np.zeros(self.allowed.shape)
         np.add.at(votes, (self.groups.leader_index()[self.groups.op_group], op_devices), 1.0)
         return np.where(self.allowed, votes, -1.0).argmax(axis=1)
+
+
+def _draw(allowed: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:
+    """[k, L] for each row of `allowed` [L, D] a device drawn uniformly among its True entries."""
+    return (rng.random((k, *allowed.shape)) * allowed).argmax(axis=2)
+
+
+def random_group_devices(
+    graph: OpGraph,
+    cluster: Cluster,
+    groups: grouping_lib.Grouping,
+    k: int,
+    rng: np.random.Generator,
+    devices=None,
+) -> np.ndarray:
+    """[k, G] device per group of `k` random placements, as random_search draws them.
+
+    Each tie class goes to a device drawn uniformly among those with kernels
+    for all of its ops (any device where none has), its groups with it.
+
+    Args:
+      graph: the op graph.
+      cluster: the target cluster.
+      groups: the grouping of `graph` to place.
+      k: number of placements.
+      rng: the random generator.
+      devices: indices of the devices to draw from (default: all).
+
+    Returns:
+      [k, G] int device indices.
+    """
+    allowed = Space(graph, cluster, groups, 0).allowed
+    if devices is not None:
+        keep = np.zeros(cluster.num_devices, dtype=bool)
+        keep[np.asarray(devices, dtype=np.int64)] = True
+        allowed = allowed & keep
+        allowed[~allowed.any(axis=1)] = keep  # none of them has kernels: any of them (the measurer reports it)
+    return groups.expand(_draw(allowed, rng, k))
+
 
 
 # Annealing's settings (our choices, fixed before any learned method was tuned): neighbours per

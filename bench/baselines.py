@@ -9,51 +9,11 @@ import argparse
 import statistics
 import time
 
-import numpy as np
-
 from baselines import registry
 from bench import report
 from placer.core import cluster as cluster_lib
 from placer.core.cluster import Device
-from placer.core.op_graph import OpGraph
-
-
-def layered_graph(n: int, width: int = 100, fan_in: int = 2, seed: int = 0, local_colocation: bool = False) -> OpGraph:
-    """A random layered DAG: `width` ops per layer, each fed by `fan_in` ops of the layer before.
-
-    GPU costs uniform in [10 us, 1 ms], CPU 5-20x slower, 2% of ops CPU-only,
-    5% in 50 colocation sets, outputs and variables up to 1 MB, edges 1 kB-1 MB.
-    With `local_colocation`, the colocated 5% form pairs of neighbours in one
-    layer instead (as TF colocates a variable with its read op), rather than
-    50 sets spread over the whole graph, each of which ties ops of every
-    layer to one device.
-    """
-    rng = np.random.default_rng(seed)
-    names = [f"op{i}" for i in range(n)]
-    edges = []
-    for i in range(width, n):
-        lo = (i // width - 1) * width
-        for j in rng.choice(width, size=fan_in, replace=False):
-            edges.append((names[lo + j], names[i], int(rng.integers(1000, 10**6))))
-    gpu = rng.uniform(1e-5, 1e-3, n)
-    cpu = gpu * rng.uniform(5, 20, n)
-    gpu[rng.random(n) < 0.02] = np.nan
-    coloc = [f"set{rng.integers(50)}" if rng.random() < 0.05 else "" for _ in range(n)]
-    if local_colocation:
-        coloc = [""] * n
-        for k, i in enumerate(np.random.default_rng(seed + 1).choice(n // 2, size=n // 40, replace=False)):
-            coloc[2 * i] = coloc[2 * i + 1] = f"pair{k}"
-    return OpGraph.create(
-        f"layered{n}",
-        names,
-        ["Op"] * n,
-        edges,
-        device_types=("CPU", "GPU"),
-        compute_cost=np.stack([cpu, gpu], axis=1),
-        colocation=coloc,
-        output_bytes=rng.integers(1000, 10**6, n),
-        persistent_bytes=rng.integers(0, 10**6, n),
-    )
+from placer.core.generated import layered_graph
 
 
 def bench_cluster():

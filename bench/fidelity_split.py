@@ -77,14 +77,12 @@ class Recorder:
         return out
 
 
-def random_placements(problem, count: int, seed: int) -> list:
-    """`count` placements with each tie class on a uniformly drawn allowed device."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(count):
-        dev = np.array([rng.choice(np.flatnonzero(row)) for row in problem.allowed])
-        out.append(problem.placement(dev[problem.leader]))
-    return out
+def random_placements(problem, graph, cluster, groups, count: int, seed: int) -> list:
+    """`count` placements with each tie class on a uniformly drawn allowed device (baselines.search)."""
+    from baselines import search  # noqa: PLC0415
+
+    draws = search.random_group_devices(graph, cluster, groups, count, np.random.default_rng(seed))
+    return [problem.placement(devices) for devices in draws]
 
 
 def model_rows(spec: str, cluster_name: str, n_random: int, search_steps: int, search_samples: int, seed: int):
@@ -117,7 +115,7 @@ def model_rows(spec: str, cluster_name: str, n_random: int, search_steps: int, s
     problem, groups = problem_lib.make_problem(graph, cluster, config.placer)
     t1 = time.time()
     rand = Recorder(grappler, sim, sim0, "random")
-    rand.measure(random_placements(problem, n_random, seed))
+    rand.measure(random_placements(problem, graph, cluster, groups, n_random, seed))
     t2 = time.time()
     searched = Recorder(grappler, sim, sim0, "search")
     config.placer.train.samples_per_step = search_samples

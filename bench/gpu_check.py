@@ -122,18 +122,15 @@ def check_cluster(memory_mb: int):
 
 
 def random_placement(graph, cluster, seed: int):
-    """Each group (placer.core.grouping) on a random GPU, ties kept, then made legal."""
+    """Each tie class of groups (placer.core.grouping) on a random GPU, then made legal."""
     import numpy as np  # noqa: PLC0415
 
-    from baselines import common  # noqa: PLC0415
+    from baselines import common, search  # noqa: PLC0415
     from placer.core import grouping  # noqa: PLC0415
 
     groups = grouping.group(graph)
-    gpus = np.asarray(cluster.indices_of_type("GPU"))
     rng = np.random.default_rng(seed)
-    leader_dev = gpus[rng.integers(len(gpus), size=groups.num_groups)]
-    tie = getattr(groups, "tie", None)
-    group_dev = leader_dev if tie is None else leader_dev[np.asarray(tie)]
+    (group_dev,) = search.random_group_devices(graph, cluster, groups, 1, rng, devices=cluster.indices_of_type("GPU"))
     return common.finish(graph, cluster, group_dev[np.asarray(groups.op_group)], "random", seed=seed)
 
 

@@ -14,7 +14,7 @@ then runs it with `--resume` until it exits 0 (at most 3 times). A run that
 finishes before its kill (faster than the uninterrupted one) is run again
 with a new draw, up to 3 times, and the table says so. placer-train: the tiny NMT config, policy hidden size 16, a
 step-bounded run with a checkpoint every 10 steps. placer-search: the
-three-search workload of tests/sharing/test_search.py under the fair share,
+three-search workload of placer/testing/workloads.py under the fair share,
 one run killed once per trial. Writes a section of BENCHMARKS.md.
 """
 
@@ -37,7 +37,7 @@ from bench import report
 from placer.core.errors import InputError
 from placer.core.placement import Placement
 from placer.rl.run_files import CURVE_COLUMNS
-from tests.sharing.test_search import write_workload
+from placer.testing.workloads import write_workload
 
 TRAIN_FLAGS = [
     "--noprogress",

@@ -26,8 +26,9 @@ import time
 from tabulate import tabulate
 
 from bench import report
-from bench.baselines import bench_cluster, layered_graph
+from bench.baselines import bench_cluster
 from placer.core import io
+from placer.core.generated import layered_graph
 
 FULL_OPS = 200_000
 LIMIT_S = 60.0

@@ -36,21 +36,6 @@ def _load(spec: str, cluster, need_model=False):
     return pipeline.load_graph(cluster, config=configs_util.load_config(spec), need_model=need_model)
 
 
-def _random_group_placements(graph, groups, cluster, k, rng) -> np.ndarray:
-    """[k, G] random devices: each tie class of groups (placer.core.grouping) on one device
-    that has kernels for all their ops."""
-    from placer.rl import problem as problem_lib  # noqa: PLC0415
-
-    ok = problem_lib.op_device_ok(graph, cluster)
-    allowed = np.ones((groups.num_groups, cluster.num_devices), dtype=bool)
-    np.logical_and.at(allowed, groups.op_group, ok)
-    tie = np.asarray(groups.tie)
-    np.logical_and.at(allowed, tie, allowed.copy())
-    allowed[~allowed.any(1)] = True
-    choice = (rng.random((k, groups.num_groups, cluster.num_devices)) * allowed).argmax(2)
-    return choice[:, tie]
-
-
 def _median_time(fn, repeats: int) -> tuple[float, float]:
     """Returns the medians of (wall seconds, CPU seconds of this process) of `fn()`.
 
@@ -66,6 +51,7 @@ def _median_time(fn, repeats: int) -> tuple[float, float]:
 
 
 def bench_nmt(cluster, repeats: int, batch: int) -> tuple[list[str], dict]:
+    from baselines import search  # noqa: PLC0415
     from placer.core import (
         configs_util,  # noqa: PLC0415
         grouping,  # noqa: PLC0415
@@ -80,7 +66,7 @@ def bench_nmt(cluster, repeats: int, batch: int) -> tuple[list[str], dict]:
     sim = Simulator(graph, cluster, op_group=groups.op_group)
     init_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)
-    placements = _random_group_placements(graph, groups, cluster, batch, rng)
+    placements = search.random_group_devices(graph, cluster, groups, batch, rng)
     sim.measure_devices(placements[:8])  # warm caches
     rows = []
     figures = {}

@@ -324,13 +324,26 @@ def report(res: dict, settings: str) -> tuple[str, list[str]]:
     return body, targets
 
 
+# What run_all and main write under --out; an earlier run's are removed first, nothing else there.
+OUTPUTS = ("graphs", "policy", "search", "finetune", "cross", "results.json")
+
+
+def clear_outputs(out: str) -> None:
+    """Removes an earlier run's OUTPUTS from `out`, leaving every other file there alone."""
+    import shutil  # noqa: PLC0415
+
+    for name in OUTPUTS:
+        path = os.path.join(out, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.remove(path)
+
+
 def main(argv):
     del argv
     os.makedirs(_OUT.value, exist_ok=True)
-    if os.path.exists(os.path.join(_OUT.value, "policy")):
-        import shutil  # noqa: PLC0415
-
-        shutil.rmtree(_OUT.value)
+    clear_outputs(_OUT.value)
     t0 = time.time()
     res = run_all(_OUT.value)
     from bench import report as bench_report  # noqa: PLC0415

@@ -4,7 +4,7 @@
       --device_map=/device:GPU:0=/device:CPU:0,/device:GPU:1=/device:CPU:1 --logical_cpus=2 --steps=10
 
 Builds the model, checks the placement against it and this machine
-(placer/apply.py `validate`), sets every op's device, runs `--steps` training
+(placer.apply `validate`), sets every op's device, runs `--steps` training
 steps in a tf.compat.v1.Session and traces one more. Prints the median step
 time, per device the ops placed and the busy time of the traced step, and
 the ops that ran somewhere else than placed. TF's placer always runs an op

@@ -4,6 +4,8 @@ import os
 import stat
 import subprocess
 
+import pytest
+
 from tests.cli import ROOT, run_module
 
 
@@ -28,6 +30,7 @@ def test_shell_script_skips_when_nvidia_smi_finds_no_gpu(tmp_path):
     assert not (tmp_path / "gpu_check.json").exists()
 
 
+@pytest.mark.slow
 def test_python_check_skips_when_tensorflow_sees_no_gpu(tmp_path):
     proc = run_module("bench.gpu_check", CUDA_VISIBLE_DEVICES="-1", OUT=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -1,7 +1,15 @@
-"""The light modules load without TensorFlow."""
+"""The light modules load, and the baselines run, without TensorFlow; `models` imports it only when building.
 
+One fresh process checks all three (TensorFlow is already loaded in the test
+process): the light modules of docs/architecture.md, `import models`, and
+every baseline that needs no model graph and no measurer, run on a 3-op graph.
+"""
+
+import os
 import subprocess
 import sys
+
+from tests.cli import ROOT
 
 LIGHT = [
     "placer.core.op_graph",
@@ -22,13 +30,32 @@ LIGHT = [
     "baselines.registry",
 ]
 
+CODE = f"""
+import importlib, sys
 
-def test_light_modules_do_not_import_tensorflow():
-    code = (
-        "import importlib, sys\n"
-        f"for m in {LIGHT!r}:\n    importlib.import_module(m)\n"
-        "bad = sorted(m for m in sys.modules if m == 'tensorflow' or m.startswith('tensorflow.'))\n"
-        "assert not bad, bad[:5]\n"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+def tf_modules():
+    return sorted(m for m in sys.modules if m == 'tensorflow' or m.startswith('tensorflow.'))
+
+for m in {LIGHT!r}:
+    importlib.import_module(m)
+assert not tf_modules(), ('light modules', tf_modules()[:5])
+
+import baselines, baselines.common, baselines.registry
+from tests.baselines.helpers import make_cluster, make_graph
+g = make_graph('abc', [('a', 'b', 5), ('b', 'c', 5)])
+for n in baselines.registry.names():
+    if n != 'expert' and n not in baselines.registry.MEASURED:
+        baselines.registry.get(n)(g, make_cluster(2))
+assert not tf_modules(), ('baselines', tf_modules()[:5])
+
+import models
+assert not tf_modules(), ('import models', tf_modules()[:5])
+print(models.MODEL_NAMES)
+"""
+
+
+def test_light_modules_baselines_and_models_import_do_not_load_tensorflow():
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", CODE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "nmt" in r.stdout

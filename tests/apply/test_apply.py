@@ -1,4 +1,4 @@
-"""placer/apply.py and placer/apply/run.py: validation, device maps, applying, verifying.
+"""placer/apply/devices.py and placer/apply/run.py: validation, device maps, applying, verifying.
 
 Hand-built graphs of a few ops check validation and device setting in this
 process; the round trip on the tiny NMT across 4 logical CPU devices runs in
@@ -247,6 +247,7 @@ def round_trip(tmp_path_factory):
     return json.loads(lines[-1][len("RESULT ") :])
 
 
+@pytest.mark.slow
 def test_round_trip_runs_every_traced_op_on_its_device(round_trip):
     r = round_trip["followed"]
     assert round_trip["local"] == [f"/device:CPU:{i}" for i in range(4)]
@@ -257,6 +258,7 @@ def test_round_trip_runs_every_traced_op_on_its_device(round_trip):
     assert set(r["not_traced_types"]) <= {"Const", "Shape"}
 
 
+@pytest.mark.slow
 def test_placement_honouring_extracted_colocation_runs_where_placed(round_trip):
     # Extraction gives every op that takes a variable's handle the variable's
     # colocation key, so a placement that keeps keys together leaves TF's

@@ -1,28 +1,29 @@
-"""placer-apply end to end on the tiny NMT with 2 logical CPU devices (each run in its own process)."""
+"""placer-apply end to end on the tiny NMT with 2 logical CPU devices (all runs in one fresh process)."""
 
 import json
+import os
+import subprocess
+import sys
+import types
 
 import numpy as np
 import pytest
 
-from tests.cli import run_module
+from tests.cli import ROOT
 
 CONFIG = "configs/nmt.py:tiny"
 
 
 @pytest.fixture(scope="module")
-def placements(tmp_path_factory):
+def placements(tmp_path_factory, tiny_model, extracted_graph):
     """Three 2-GPU placements: one TF runs as given, one with a BiasAdd away from
     its MatMul (valid, but Grappler fuses the pair onto the MatMul's device) and
     one splitting a variable read from its variable (invalid)."""
-    import models  # noqa: PLC0415 (TF)
-    from graphs import extract  # noqa: PLC0415
-    from placer.core.configs_util import load_config  # noqa: PLC0415
     from placer.core.placement import Placement  # noqa: PLC0415
 
     folder = tmp_path_factory.mktemp("cli")
-    model = models.build(load_config(CONFIG).model)
-    graph = extract.extract(model.metagraph, name=model.name)
+    model = tiny_model(CONFIG)
+    graph = extracted_graph(CONFIG)
     # Encoder on GPU:0, everything else on GPU:1; colocated ops follow their group.
     devs = np.array([0 if n.startswith(("encoder/", "gradients/encoder/")) else 1 for n in graph.names])
     first = {}
@@ -55,19 +56,52 @@ def placements(tmp_path_factory):
     return paths
 
 
-def _run(*args):
-    return run_module("placer.apply_main", f"--config={CONFIG}", "--logical_cpus=2", "--steps=2", *args)
-
-
 MAP = "--device_map=GPU:0=CPU:0,GPU:1=CPU:1"
+# Each run's placer-apply flags (after --config, --logical_cpus=2 and --steps=2); {p} is the placements fixture.
+RUNS = {
+    "strict": ["--placement={p[good]}", MAP, "--strict", "--norewrite", "--report={p[folder]}/report.json"],
+    "report_exists": ["--placement={p[good]}", MAP, "--report={p[folder]}/report.json"],
+    "fused_strict": ["--placement={p[fused]}", MAP, "--strict"],
+    "fused": ["--placement={p[fused]}", MAP, "--report={p[folder]}/fused_report.json"],
+    "bad": ["--placement={p[bad]}", MAP, "--strict"],
+    "no_map": ["--placement={p[good]}"],
+}
+# One fresh process (logical devices must be set before TF starts) runs placer-apply in turn, in process,
+# for each entry of RUNS, and records its exit status, output and the report file as it was after the run.
+SCRIPT = """
+import json, os, sys
+from graphs import local_cluster
+local_cluster.configure_logical_cpus(2)
+from tests import binaries
+
+out = {}
+for key, args in json.loads(sys.argv[1]).items():
+    r = binaries.run("placer.apply_main", *args)
+    report = next((a.split("=", 1)[1] for a in args if a.startswith("--report=")), None)
+    text = open(report).read() if report and os.path.exists(report) else None
+    out[key] = {"returncode": r.returncode, "stdout": r.stdout, "stderr": r.stderr, "report": text}
+print("RESULT " + json.dumps(out))
+"""
 
 
-def test_strict_run_verifies_every_op_and_writes_the_report(placements):
-    report = str(placements["folder"] / "report.json")
-    p = _run(f"--placement={placements['good']}", MAP, "--strict", "--norewrite", f"--report={report}")
+@pytest.fixture(scope="module")
+def runs(placements):
+    common = [f"--config={CONFIG}", "--logical_cpus=2", "--steps=2"]
+    argv = {key: common + [a.format(p=placements) for a in args] for key, args in RUNS.items()}
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    p = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(argv)], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=900)  # fmt: skip
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert p.returncode == 0 and lines, p.stderr[-3000:]
+    return {k: types.SimpleNamespace(**v) for k, v in json.loads(lines[-1][len("RESULT ") :]).items()}
+
+
+@pytest.mark.slow
+def test_strict_run_verifies_every_op_and_writes_the_report(runs):
+    p = runs["strict"]
     assert p.returncode == 0, p.stderr[-2000:]
     assert "step time:" in p.stdout and "moved by TF: 0" in p.stdout
-    r = json.load(open(report))
+    r = json.loads(p.report)
     assert r["moved"] == {} and r["fused"] == {}
     assert r["verified_ops"] > 500 and r["devices"] == ["/device:CPU:0", "/device:CPU:1"]
     assert {d: s["ops_placed"] > 0 for d, s in r["per_device"].items()} == {
@@ -75,15 +109,15 @@ def test_strict_run_verifies_every_op_and_writes_the_report(placements):
         "/device:CPU:1": True,
     }
     # An existing report is kept: exit 2 before any work.
-    before = open(report).read()
-    p = _run(f"--placement={placements['good']}", MAP, f"--report={report}")
-    assert p.returncode == 2 and "exists" in p.stderr and open(report).read() == before
+    p = runs["report_exists"]
+    assert p.returncode == 2 and "exists" in p.stderr and p.report == runs["strict"].report
 
 
-def test_strict_fails_when_grappler_moves_a_fused_op(placements):
+@pytest.mark.slow
+def test_strict_fails_when_grappler_moves_a_fused_op(runs, placements):
     # The placement is valid, but the remapper fuses softmax/BiasAdd into the
     # MatMul feeding it, and the fused op runs on the MatMul's device.
-    p = _run(f"--placement={placements['fused']}", MAP, "--strict")
+    p = runs["fused_strict"]
     assert p.returncode == 2, p.stderr[-2000:]
     line = next(ln for ln in p.stderr.splitlines() if "--strict" in ln)
     assert "--strict: 1 ops did not run where placed" in line
@@ -92,21 +126,22 @@ def test_strict_fails_when_grappler_moves_a_fused_op(placements):
     assert "Traceback" not in p.stderr
 
 
-def test_without_strict_the_fused_op_is_listed(placements):
-    report = str(placements["folder"] / "fused_report.json")
-    p = _run(f"--placement={placements['fused']}", MAP, f"--report={report}")
+@pytest.mark.slow
+def test_without_strict_the_fused_op_is_listed(runs, placements):
+    p = runs["fused"]
     assert p.returncode == 0, p.stderr[-2000:]
     assert "fused by Grappler into an op on another device: 1" in p.stdout
     assert f"  {placements['bias']}: placed on /device:CPU:0, ran on /device:CPU:1 as " in p.stdout
     assert "moved by TF: 0" in p.stdout
-    r = json.load(open(report))
+    r = json.loads(p.report)
     assert list(r["fused"]) == [placements["bias"]] and r["moved"] == {}
     assert r["fused"][placements["bias"]]["ran"] == "/device:CPU:1"
     assert "FusedMatMul" in r["fused"][placements["bias"]]["as"]
 
 
-def test_a_variable_read_away_from_its_variable_is_rejected_before_running(placements):
-    p = _run(f"--placement={placements['bad']}", MAP, "--strict")
+@pytest.mark.slow
+def test_a_variable_read_away_from_its_variable_is_rejected_before_running(runs, placements):
+    p = runs["bad"]
     assert p.returncode == 2, p.stderr[-2000:]
     line = next(ln for ln in p.stderr.splitlines() if "resource" in ln)
     assert "1 ops take a resource placed on another device" in line
@@ -114,8 +149,9 @@ def test_a_variable_read_away_from_its_variable_is_rejected_before_running(place
     assert "step time:" not in p.stdout and "Traceback" not in p.stderr
 
 
-def test_devices_missing_here_need_a_device_map(placements):
-    p = _run(f"--placement={placements['good']}")
+@pytest.mark.slow
+def test_devices_missing_here_need_a_device_map(runs):
+    p = runs["no_map"]
     assert p.returncode == 2
     assert "'/device:GPU:0', '/device:GPU:1' are not on this machine" in p.stderr and "--device_map" in p.stderr
 

@@ -1,4 +1,5 @@
-"""The bad-input corpus: every hostile file is one line naming the file and field; some cases end to end."""
+"""The bad-input corpus (placer/testing/badinput): every hostile file is one line naming the file and field;
+some cases end to end, their binaries run in this process (tests/binaries.py)."""
 
 import json
 import os
@@ -11,7 +12,8 @@ from placer.core import cluster as cluster_lib
 from placer.core import io
 from placer.core.errors import InputError
 from placer.core.placement import Placement
-from tests.badinput import cases, runner
+from placer.testing.badinput import cases, runner
+from tests import binaries
 
 FILE_CASES = [c for c in cases.CASES if c.kind in ("graph", "cluster", "placement")]
 
@@ -59,7 +61,7 @@ END_TO_END = [
 @pytest.mark.parametrize("name", END_TO_END)
 def test_end_to_end_one_line_exit_2_nothing_left(tmp_path, name):
     case = next(c for c in cases.CASES if c.name == name)
-    out = runner.run_case(case, str(tmp_path))
+    out = runner.run_case(case, str(tmp_path), run=binaries.run)
     assert out.ok, out
 
 
@@ -95,7 +97,7 @@ def test_unicode_op_names_measured_end_to_end(tmp_path):
     p = cases.placement({name: cases.DEVICES[1], "b": cases.DEVICES[1], "c": cases.DEVICES[1]})
     p["graph"]["fingerprint"] = io.from_json(g).fingerprint()
     (tmp_path / "p.json").write_bytes(cases.as_json(p))
-    out = runner.run_module(
+    out = binaries.run(
         "placer.measure_main",
         f"--graph={tmp_path / 'g.json'}",
         f"--cluster={tmp_path / 'c.json'}",

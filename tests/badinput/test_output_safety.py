@@ -10,7 +10,8 @@ import pytest
 from placer import cli
 from placer.core import atomic
 from placer.core.errors import InputError
-from tests.badinput import cases, inprocess, runner
+from placer.testing.badinput import cases, runner
+from tests.badinput import inprocess
 from tests.badinput.inprocess import run_binary
 
 

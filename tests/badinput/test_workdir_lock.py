@@ -9,7 +9,7 @@ import pytest
 
 from placer.core import locks
 from placer.core.errors import InputError
-from tests.badinput import cases, runner
+from placer.testing.badinput import cases, runner
 from tests.badinput.inprocess import run_binary
 from tests.cli import ROOT
 

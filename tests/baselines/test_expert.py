@@ -175,16 +175,9 @@ def test_bad_inputs():
 
 
 @pytest.fixture(scope="module")
-def extracted():
-    import models  # noqa: PLC0415 (TensorFlow only for these tests)
-    from configs import nmt, rnnlm  # noqa: PLC0415
-    from graphs import extract  # noqa: PLC0415
-
-    out = {}
-    for key, mod, variant in (("rnnlm", rnnlm, "tiny"), ("nmt", nmt, "tiny"), ("nmt4", nmt, "tiny,layers=4")):
-        m = models.build(mod.get_config(variant).model)
-        out[key] = extract.extract(m.metagraph, name=m.name)
-    return out
+def extracted(extracted_graph):
+    specs = {"rnnlm": "configs/rnnlm.py:tiny", "nmt": "configs/nmt.py:tiny", "nmt4": "configs/nmt.py:tiny,layers=4"}
+    return {key: extracted_graph(spec) for key, spec in specs.items()}
 
 
 def _layer_of(name):

@@ -1,8 +1,12 @@
-"""Scotch and MinCut give the same placement for the same graph and seed, in every fresh process."""
+"""Scotch and MinCut give the same placement for the same graph and seed, in a fresh process and in this one."""
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
+
+import pytest
 
 from tests.cli import ROOT
 
@@ -31,14 +35,18 @@ for method in ("scotch", "mincut"):
 """
 
 
-def test_same_placement_in_fresh_processes():
+@pytest.mark.slow
+def test_same_placement_in_a_fresh_process_and_in_this_one():
+    # Two placements per method in a fresh process and six in this one (which has run other tests).
     env = dict(os.environ, PYTHONPATH=ROOT)
-    runs = [
-        subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
-        for _ in range(4)
-    ]
-    for r in runs:
-        assert r.returncode == 0, r.stderr[-2000:]
-    lines = {ln for r in runs for ln in r.stdout.splitlines()}
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    outputs = [r.stdout]
+    for _ in range(3):
+        here = io.StringIO()
+        with contextlib.redirect_stdout(here):
+            exec(SCRIPT, {})  # noqa: S102
+        outputs.append(here.getvalue())
+    lines = {ln for out in outputs for ln in out.splitlines()}
     assert sorted(ln.split()[0] for ln in lines) == ["mincut", "scotch"], "one placement per method"
     assert all(len(set(ln.split()[1])) > 1 for ln in lines), "the graph is spread over several devices"

@@ -11,7 +11,7 @@ from placer.core import cluster as cluster_lib
 from placer.core import io as graph_io
 from placer.core.placement import Placement
 from placer.measure.simulator import Simulator
-from tests.cli import run_module
+from tests import binaries
 
 MB = 10**6
 
@@ -116,7 +116,7 @@ def test_not_strict_reports_inapplicable_baseline():
 
 def run(tmp_path, *args):
     (tmp_path / "g.json").write_text(json.dumps(GRAPH))
-    return run_module(
+    return binaries.run(
         "placer.compare_main", f"--graph={tmp_path / 'g.json'}", *args, cwd=tmp_path, timeout=180, MPLBACKEND="Agg"
     )
 

@@ -326,14 +326,13 @@ def test_coarsening_reaches_the_target_without_caps(seed):
         check_invariants(g, gr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["configs/nmt.py:tiny", "configs/inception_v3.py:tiny"])
-def test_invariants_on_tiny_models(spec):
-    import models
-    from graphs import extract
+def test_invariants_on_tiny_models(spec, extracted_graph):
     from placer.core.configs_util import load_config
 
     config = load_config(spec)
-    g = extract.extract(models.build(config).graph, name=spec)
+    g = extracted_graph(spec)
     for target in (0, config.placer.grouping.target_groups):
         gr = group(g, target_groups=target)
         check_invariants(g, gr)

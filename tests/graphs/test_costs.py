@@ -88,12 +88,9 @@ def test_sub_microsecond_ops_get_a_cost():
     assert c[graph.index()["small"]] == pytest.approx(expected, abs=2e-9)
 
 
-def test_tiny_nmt_has_costs():
-    import models
-    from configs import nmt
-
-    m = models.build(nmt.get_config("tiny").model)
-    graph = extract.extract(m.metagraph, name=m.name)
+def test_tiny_nmt_has_costs(tiny_model, extracted_graph):
+    m = tiny_model("configs/nmt.py:tiny")
+    graph = extracted_graph("configs/nmt.py:tiny")
     g = costs.grappler_costs(m.metagraph, graph, _cluster())
     matmuls = graph.types == "MatMul"
     assert matmuls.any()

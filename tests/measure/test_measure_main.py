@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.cli import run_module
+from tests import binaries
 
 # a (1 s on GPU) -> b (2 s) -> c (3 s); 1e10 bytes from a to b.
 GRAPH = {
@@ -48,7 +48,7 @@ def placement(ops, devices=("/device:CPU:0", "/device:GPU:0", "/device:GPU:1")):
 
 def run(tmp_path, *args):
     (tmp_path / "g.json").write_text(json.dumps(GRAPH))
-    return run_module("placer.measure_main", f"--graph={tmp_path / 'g.json'}", *args, cwd=tmp_path, timeout=120)
+    return binaries.run("placer.measure_main", f"--graph={tmp_path / 'g.json'}", *args, cwd=tmp_path, timeout=120)
 
 
 @pytest.fixture

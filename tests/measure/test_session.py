@@ -102,10 +102,12 @@ def result():
     return json.loads(lines[-1][len("RESULT ") :])
 
 
+@pytest.mark.slow
 def test_two_logical_cpus_discovered(result):
     assert result["devices"] == ["/device:CPU:0", "/device:CPU:1"]
 
 
+@pytest.mark.slow
 def test_placed_graph_runs_where_it_was_placed(result):
     assert result["ok"] and result["step_time"] > 0
     ran, given = result["ran_on"], result["given"]
@@ -117,6 +119,7 @@ def test_placed_graph_runs_where_it_was_placed(result):
     assert result["bytes_moved"] >= 64 * 128 * 4  # x crosses to CPU:1
 
 
+@pytest.mark.slow
 def test_peak_memory_is_the_allocators_not_one_ops(result):
     # CPU:0 holds x (64 x 128 floats) until w's gradient (128 x 256), computed on CPU:0
     # from x and h's gradient, is written: more than any one op allocates.
@@ -124,22 +127,26 @@ def test_peak_memory_is_the_allocators_not_one_ops(result):
     assert result["peak"][0] >= x_bytes + w_bytes, result["peak"]
 
 
+@pytest.mark.slow
 def test_missing_device_is_an_error_measurement(result):
     kind, message = result["missing_device"]
     assert kind == "error"
     assert "GPU:3" in message
 
 
+@pytest.mark.slow
 def test_timeout_is_a_timeout_measurement(result):
     kind, _ = result["timeout"]
     assert kind == "timeout"
 
 
+@pytest.mark.slow
 def test_split_colocation_group_is_an_error(result):
     kind, message = result["colocation"]
     assert kind == "error" and "colocation" in message
 
 
+@pytest.mark.slow
 def test_tiny_nmt_runs_where_placed(result):
     r = result["nmt"]
     assert r["ok"], r["message"]

@@ -3,11 +3,11 @@
 from placer.core import cluster as cluster_lib
 from placer.core import configs_util, io
 from placer.rl import problem as problem_lib
-from tests.cli import run_module
+from tests import binaries
 
 
 def run(*args):
-    return run_module("placer.extract_main", *args)
+    return binaries.run("placer.extract_main", *args)
 
 
 def error_lines(stderr):

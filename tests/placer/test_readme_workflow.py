@@ -2,7 +2,9 @@
 
 The commands are read from README.md itself; only the model size, the step
 count and the policy width are made small. TensorFlow's log level is left
-unset, so the test also checks that no TF log line reaches the terminal.
+unset, so the test also checks that no TF log line reaches the terminal (the
+binaries that import TF run in fresh processes for that; the others, and the
+refusals, in this process).
 """
 
 import json
@@ -18,6 +20,7 @@ from placer.core import cluster as cluster_lib
 from placer.core import io as graph_io
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
+from tests import binaries
 from tests.cli import ROOT
 
 SECTION = "## From a graph to a placement you train with"
@@ -33,25 +36,36 @@ def readme_commands() -> list[list[str]]:
     return [line.split() for line in joined.splitlines() if line.startswith(".venv/bin/placer-")]
 
 
-def small(argv: list[str]) -> list[str]:
-    """The same command as a module run, on the tiny model with a 2-step search."""
+def small(argv: list[str]) -> tuple[str, list[str]]:
+    """The same command's module and arguments, on the tiny model with a 2-step search."""
     binary = argv[0].rsplit("/", 1)[1].removeprefix("placer-")
-    out = [sys.executable, "-m", f"placer.{binary}_main"]
+    args = []
     for a in argv[1:]:
         a = re.sub(r"^--config=configs/(\w+)\.py$", rf"--config={ROOT}/configs/\1.py:tiny", a)
-        out.append(re.sub(r"^--steps=\d+$", "--steps=2", a))
+        args.append(re.sub(r"^--steps=\d+$", "--steps=2", a))
     if binary == "train":
-        out += ["--noprogress", "--config.placer.policy.hidden_size=16"]
-    return out
+        args += ["--noprogress", "--config.placer.policy.hidden_size=16"]
+    return f"placer.{binary}_main", args
 
 
+# The commands that import TensorFlow run in a fresh process, where TF prints its start-up lines
+# unless the binary keeps them quiet; the others run in this process.
+FRESH = ("placer.extract_main", "placer.train_main")
+
+
+@pytest.mark.slow
 def test_readme_steps_run_as_written_without_tf_noise(tmp_path):
     commands = readme_commands()
     assert [c[0].rsplit("-", 1)[1] for c in commands] == ["extract", "train", "measure", "compare"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
     env.update(PYTHONPATH=ROOT, PLACER_CACHE=str(tmp_path / "cache"), MPLBACKEND="Agg")
     for argv in commands:
-        r = subprocess.run(small(argv), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        module, args = small(argv)
+        if module in FRESH:
+            r = subprocess.run([sys.executable, "-m", module, *args], cwd=tmp_path, env=env, capture_output=True,
+                               text=True, timeout=600)  # fmt: skip
+        else:
+            r = binaries.run(module, *args, cwd=str(tmp_path), PLACER_CACHE=env["PLACER_CACHE"], MPLBACKEND="Agg")
         assert r.returncode == 0, f"{argv[0]}: {r.stderr[-3000:]}"
         noise = [x for x in r.stderr.splitlines() if NATIVE_LOG.match(x)]
         assert noise == [], f"{argv[0]} printed TF log lines: {noise[:3]}"
@@ -65,16 +79,12 @@ def test_readme_steps_run_as_written_without_tf_noise(tmp_path):
 def test_graph_without_costs_is_refused_in_one_line(tmp_path):
     g = tmp_path / "g.json"
     graph_io.save(OpGraph.create("bare", ["a", "b"], ["MatMul"] * 2, [("a", "b", 8)]), str(g))  # no costs
-    env = dict(os.environ, PYTHONPATH=ROOT)
     for binary, extra in (
         ("compare", []),
         ("measure", ["--baseline=single_gpu"]),
         ("train", [f"--workdir={tmp_path / 'w'}"]),
     ):
-        r = subprocess.run(
-            [sys.executable, "-m", f"placer.{binary}_main", f"--graph={g}", "--cluster=k80x4", *extra],
-            env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        r = binaries.run(f"placer.{binary}_main", f"--graph={g}", "--cluster=k80x4", *extra)
         assert r.returncode == 2, (binary, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and str(g) in lines[0] and "no op costs" in lines[0], (binary, r.stderr)

@@ -1,6 +1,7 @@
 """Training the graph policy on one graph: saturated logits regain gradients; the group bias table learns."""
 
 import numpy as np
+import pytest
 
 from configs.common import placer_config
 from placer.core import cluster as cluster_lib
@@ -77,6 +78,7 @@ def _sample_times(group_bias_scale: float, tmp_path, steps: int = 60) -> np.ndar
     return np.array([trainer.train_step()["mean_step_time"] for _ in range(steps)])
 
 
+@pytest.mark.slow
 def test_a_saturated_policy_learns_through_the_group_bias_table(tmp_path):
     with_table = _sample_times(10.0, tmp_path)
     without = _sample_times(0.0, tmp_path)

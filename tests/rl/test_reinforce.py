@@ -89,6 +89,7 @@ def test_self_imitation_memory_keeps_the_best_distinct_placements_by_hand():
     assert a.shape == (0, 2) and r.size == 0, "a sample without a finite reward is never remembered"
 
 
+@pytest.mark.slow
 def test_training_from_scratch_finds_one_chain_per_device(tmp_path):
     seed_everything(0)  # as placer-train does: the weights must not depend on what ran before
     graph, cluster = two_chains()
@@ -108,6 +109,7 @@ def test_training_from_scratch_finds_one_chain_per_device(tmp_path):
     assert Simulator(graph, cluster).measure([greedy])[0].step_time == pytest.approx(3.0)
 
 
+@pytest.mark.slow
 def test_warm_start_records_the_imitated_placement_at_step_0(tmp_path):
     graph, cluster = two_chains()
     c = config()
@@ -127,6 +129,7 @@ class Interrupt(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_resume_continues_from_saved_step_and_best_placement(tmp_path):
     graph, cluster = two_chains()
     c = config(steps_between_checkpoints=10)
@@ -155,6 +158,7 @@ def test_resume_continues_from_saved_step_and_best_placement(tmp_path):
     assert again.best_placement().metadata["samples"] == 20 * c.train.samples_per_step
 
 
+@pytest.mark.slow
 def test_self_imitation_memory_holds_the_best_placements_measured_and_survives_a_restart(tmp_path):
     graph, cluster = two_chains()
     c = config(steps_between_checkpoints=5)
@@ -174,6 +178,7 @@ def test_self_imitation_memory_holds_the_best_placements_measured_and_survives_a
     np.testing.assert_array_equal(again.memory_devices.numpy(), memory)
 
 
+@pytest.mark.slow
 def test_resume_refuses_another_graph(tmp_path):
     graph, cluster = two_chains()
     c = config(steps_between_checkpoints=5)
@@ -187,6 +192,7 @@ def test_resume_refuses_another_graph(tmp_path):
     assert sorted(os.listdir(tmp_path)) == before
 
 
+@pytest.mark.slow
 def test_every_sample_failing_ends_cleanly(tmp_path):
     graph, _ = two_chains()
     tiny = [cluster_lib.Device(f"/device:GPU:{i}", "GPU", 1 * MB) for i in range(2)]
@@ -221,6 +227,7 @@ class _FlagsA0OnSecondGpu:
         return out
 
 
+@pytest.mark.slow
 def test_flagged_measurements_never_become_the_best(tmp_path):
     graph, cluster = two_chains()
     c = config()
@@ -235,6 +242,7 @@ def test_flagged_measurements_never_become_the_best(tmp_path):
     assert stats["best_step_time"] >= 3.0
 
 
+@pytest.mark.slow
 def test_warm_start_from_groups_that_mix_the_baselines_devices_records_what_it_imitates(tmp_path):
     from placer.rl import train_lib  # noqa: PLC0415
 

@@ -14,6 +14,8 @@ from placer.measure.simulator import Simulator
 from placer.rl import problem as problem_lib
 from placer.rl.reinforce import Trainer
 
+pytestmark = pytest.mark.slow  # the module's fixture trains and saves a run
+
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):

@@ -1,4 +1,9 @@
-"""placer-train end to end on a hand-built graph file, and its bad-input errors."""
+"""placer-train end to end on a hand-built graph file, and its bad-input errors.
+
+placer-train runs in the test process (tests/binaries.py), except once, in
+a fresh process through its installed console script, to check that the same
+seed gives the same placement there too.
+"""
 
 import json
 import os
@@ -10,8 +15,11 @@ import pytest
 
 from placer.core import io as graph_io
 from placer.core.op_graph import OpGraph
+from tests import binaries
 from tests.cli import ROOT
 from tests.rl.chains import MB, two_chains, write_gpu_cluster
+
+pytestmark = pytest.mark.slow  # every test trains a policy (tens of seconds on 2 cores)
 
 
 @pytest.fixture(scope="module")
@@ -30,23 +38,24 @@ def files(tmp_path_factory):
     return d
 
 
-def train(files, *args):
+BASE = ("--noprogress", "--config=configs/nmt.py:tiny", "--config.placer.policy.hidden_size=16")
+
+
+def train(*args):
+    """Runs placer-train in this process."""
+    return binaries.run("placer.train_main", *BASE, *args)
+
+
+def train_in_a_fresh_process(*args):
+    """Runs the installed placer-train console script."""
+    script = os.path.join(os.path.dirname(sys.executable), "placer-train")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-    base = [
-        sys.executable,
-        "-m",
-        "placer.train_main",
-        "--noprogress",
-        "--config=configs/nmt.py:tiny",
-        "--config.placer.policy.hidden_size=16",
-    ]
-    return subprocess.run(base + list(args), capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    return subprocess.run([script, *BASE, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
 
 
 def test_train_writes_results_then_resume_continues(files, tmp_path):
     work = tmp_path / "w"
     r = train(
-        files,
         f"--graph={files / 'g.graph.json'}",
         f"--cluster={files / 'gpus.json'}",
         f"--workdir={work}",
@@ -64,8 +73,7 @@ def test_train_writes_results_then_resume_continues(files, tmp_path):
     assert os.listdir(work / "tensorboard")
     assert "best step time" in r.stdout
     # The same seed in a fresh process: the same best placement, bit for bit.
-    r2 = train(
-        files,
+    r2 = train_in_a_fresh_process(
         f"--graph={files / 'g.graph.json'}",
         f"--cluster={files / 'gpus.json'}",
         f"--workdir={tmp_path / 'again'}",
@@ -89,7 +97,6 @@ def test_train_writes_results_then_resume_continues(files, tmp_path):
     assert summary["warm_start"]["step_time"] >= summary["best_step_time"]
 
     r = train(
-        files,
         f"--graph={files / 'g.graph.json'}",
         f"--cluster={files / 'gpus.json'}",
         f"--workdir={work}",
@@ -105,11 +112,11 @@ def test_train_writes_results_then_resume_continues(files, tmp_path):
 def test_bad_input_exits_2_and_leaves_the_workdir(files, tmp_path):
     work = tmp_path / "w"
     ok = [f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}", f"--workdir={work}"]
-    r = train(files, *ok, "--steps=0")
+    r = train(*ok, "--steps=0")
     assert r.returncode == 2 and "--steps must be positive" in r.stderr and "Traceback" not in r.stderr
-    r = train(files, *ok[:1], "--cluster=no_such_cluster", ok[2], "--steps=3")
+    r = train(*ok[:1], "--cluster=no_such_cluster", ok[2], "--steps=3")
     assert r.returncode == 2 and "no_such_cluster" in r.stderr
-    r = train(files, *ok, "--steps=3", "--config.measure=psychic")
+    r = train(*ok, "--steps=3", "--config.measure=psychic")
     assert r.returncode == 2 and "psychic" in r.stderr
     for field, value in (
         ("train.algorithm", "a2c"),
@@ -118,17 +125,17 @@ def test_bad_input_exits_2_and_leaves_the_workdir(files, tmp_path):
         ("policy.encoder", "transformer"),
         ("policy.compute_prior", "-1"),
     ):
-        r = train(files, *ok, "--steps=3", f"--config.placer.{field}={value}")
+        r = train(*ok, "--steps=3", f"--config.placer.{field}={value}")
         assert r.returncode == 2 and field in r.stderr and value in r.stderr, r.stderr
         errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and field in errors[0] and "Traceback" not in r.stderr
     assert not work.exists() or not os.listdir(work)
 
-    assert train(files, *ok, "--steps=3").returncode == 0
+    assert train(*ok, "--steps=3").returncode == 0
     before = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
-    r = train(files, f"--graph={files / 'other.graph.json'}", *ok[1:], "--steps=5", "--resume")
+    r = train(f"--graph={files / 'other.graph.json'}", *ok[1:], "--steps=5", "--resume")
     assert r.returncode == 2 and "another" in r.stderr, r.stderr
-    r = train(files, *ok, "--steps=5")  # without --resume: refuses to start over
+    r = train(*ok, "--steps=5")  # without --resume: refuses to start over
     assert r.returncode == 2 and "--resume" in r.stderr
     after = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
     assert before == after
@@ -136,7 +143,6 @@ def test_bad_input_exits_2_and_leaves_the_workdir(files, tmp_path):
 
 def test_every_sample_failing_reports_cleanly(files, tmp_path):
     r = train(
-        files,
         f"--graph={files / 'g.graph.json'}",
         f"--cluster={files / 'tiny.json'}",
         f"--workdir={tmp_path / 'w'}",
@@ -153,18 +159,18 @@ def test_finished_resume_changes_nothing_and_a_run_without_checkpoint_starts_ove
     work = tmp_path / "w"
     ok = [f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}", f"--workdir={work}"]
     # --max_minutes stops a long search early and still writes its results.
-    r = train(files, *ok, "--steps=100000", "--max_minutes=0.02")
+    r = train(*ok, "--steps=100000", "--max_minutes=0.02")
     assert r.returncode == 0, r.stderr
     steps = json.loads((work / "summary.json").read_text())["steps"]
     assert 0 < steps < 100000 and (work / "best_placement.json").exists()
     before = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
-    r = train(files, *ok, f"--steps={steps}", "--resume")
+    r = train(*ok, f"--steps={steps}", "--resume")
     assert r.returncode == 0 and "finished" in r.stdout, r.stderr
     after = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
     assert before == after
     # run.json without a checkpoint: nothing to continue, so it starts over and says so.
     for name in os.listdir(work / "checkpoints"):
         os.remove(work / "checkpoints" / name)
-    r = train(files, *ok, "--steps=2")
+    r = train(*ok, "--steps=2")
     assert r.returncode == 0 and "starting over" in r.stdout, r.stderr
     assert json.loads((work / "summary.json").read_text())["steps"] == 2

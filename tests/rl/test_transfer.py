@@ -14,7 +14,7 @@ from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
 from placer.rl import graph_features, graph_policy, place_lib, pretrain_lib, transfer_lib
-from tests.cli import run_module
+from tests import binaries
 
 
 def tiny_config(graphs, held_out="gen:layered:16:50", clusters="k80x2"):
@@ -38,6 +38,7 @@ def quality(policy, graph, cluster, config):
     return r["greedy_step_time"], float(np.mean(times))
 
 
+@pytest.mark.slow
 def test_pretrained_policy_places_an_unseen_graph_better_than_an_untrained_one(tmp_path):
     config = tiny_config(",".join(f"gen:layered:16:{s}" for s in range(4)))
     pretrain_lib.run(config, workdir=str(tmp_path), steps=150, seed=0, progress=False, log=lambda *_: None)
@@ -80,6 +81,7 @@ def test_one_policy_serves_every_device_count_and_ignores_op_names():
     np.testing.assert_array_equal(a.devices, b.devices)
 
 
+@pytest.mark.slow
 def test_save_load_place_round_trip(tmp_path):
     config = tiny_config("gen:chain:16:0,gen:fanin:16:0")
     pretrain_lib.run(config, workdir=str(tmp_path), steps=3, seed=0, progress=False, log=lambda *_: None)
@@ -103,7 +105,7 @@ def test_save_load_place_round_trip(tmp_path):
     np.testing.assert_allclose(a.logits(*task.ctx).numpy(), b.logits(*task.ctx).numpy())
     out = tmp_path / "p.json"
     graph_io.save(graph, str(tmp_path / "g.graph.json"))
-    r = run_module(
+    r = binaries.run(
         "placer.place_main",
         f"--policy={tmp_path}",
         f"--graph={tmp_path / 'g.graph.json'}",
@@ -153,6 +155,7 @@ def cpu_only_graph():
     )
 
 
+@pytest.mark.slow
 def test_refusals(tmp_path):
     config = tiny_config("gen:chain:16:0")
     with pytest.raises(InputError, match="both a training graph and held out"):
@@ -171,13 +174,14 @@ def test_refusals(tmp_path):
         transfer_lib.load_policy(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_graph_without_gpu_costs_in_one_line(tmp_path):
     config = tiny_config("gen:chain:16:0")
     policy = tmp_path / "policy"
     pretrain_lib.run(config, workdir=str(policy), steps=1, seed=0, progress=False, log=lambda *_: None)
     graph_io.save(cpu_only_graph(), str(tmp_path / "cpu.graph.json"))
     out = tmp_path / "p.json"
-    r = run_module(
+    r = binaries.run(
         "placer.place_main",
         f"--policy={policy}",
         f"--graph={tmp_path / 'cpu.graph.json'}",
@@ -190,6 +194,7 @@ def test_cli_refuses_a_graph_without_gpu_costs_in_one_line(tmp_path):
     assert not os.path.exists(out)
 
 
+@pytest.mark.slow
 def test_train_fine_tunes_from_a_pretrained_policy(tmp_path):
     from placer.rl import train_lib  # noqa: PLC0415
 

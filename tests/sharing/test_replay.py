@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from tests.cli import ROOT, run_module
+from tests import binaries
+from tests.cli import ROOT
 
 # Job a: loss 4, 2, 1, 0 at 1 / 0.5 / 0.25 s per iteration on 1 / 2 / 3 slots.
 # Job b: loss 4, 3, 2, 1, 0 at 1 s per iteration, one slot only (seconds_2, seconds_3 empty).
@@ -69,7 +70,7 @@ def test_replay_writes_a_live_runs_outputs_and_imports_no_tensorflow(tmp_path):
     ],
 )
 def test_bad_inputs_are_one_line_exit_2(tmp_path, args, message):
-    p = run_module("placer.search_main", *args, f"--workdir={tmp_path / 'out'}")
+    p = binaries.run("placer.search_main", *args, f"--workdir={tmp_path / 'out'}")
     assert p.returncode == 2, p.stderr
     assert p.stderr.strip().splitlines() == [p.stderr.strip()] and message in p.stderr
     assert not os.path.exists(tmp_path / "out")

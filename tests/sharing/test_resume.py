@@ -8,8 +8,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+from placer.testing.workloads import write_workload
 from tests.cli import ROOT
-from tests.sharing.test_search import write_workload
 
 STEPS = 12  # enough iterations for all the searches to outlast five kills
 KILLS = 5
@@ -38,6 +40,7 @@ def _iterations_done(out) -> int:
     return sum(len(s["losses"]) for s in _states(out).values())
 
 
+@pytest.mark.slow
 def test_sigkilled_run_resumes_without_repeating_or_losing_iterations(tmp_path):
     jobs = write_workload(tmp_path, steps=STEPS, arrivals=(0.0, 0.0, 0.3))
     out = tmp_path / "out"

@@ -3,80 +3,20 @@
 import csv
 import json
 import os
-import textwrap
 import threading
 import time
 
 import numpy as np
 import pytest
 
-from placer.core import io as graph_io
 from placer.core.errors import InputError
 from placer.core.measurement import ERROR, TIMEOUT, Measurement
-from placer.core.op_graph import OpGraph
 from placer.measure.pool import InProcessEngine, spread
 from placer.sharing import jobs as search_jobs
 from placer.sharing import report as search_report
-from tests.cli import ROOT, run_module
-
-MB = 1 << 20
-
-
-# ----- tiny workloads (also used by test_search_ray.py) ----------------------
-
-
-def chains_graph(name: str, chains: int, length: int, seconds: float) -> OpGraph:
-    """`chains` independent chains of `length` ops: `seconds` each on a GPU, 10x that on the CPU."""
-    names = [f"{c}{i}" for c in range(chains) for i in range(length)]
-    edges = [(f"{c}{i}", f"{c}{i + 1}", MB) for c in range(chains) for i in range(length - 1)]
-    cost = np.tile([[10 * seconds, seconds]], (len(names), 1))
-    return OpGraph.create(
-        name,
-        names,
-        ["MatMul"] * len(names),
-        edges,
-        output_bytes=[MB] * len(names),
-        device_types=["CPU", "GPU"],
-        compute_cost=cost,
-    )
-
-
-def write_workload(folder, *, steps=5, arrivals=(0.0, 0.0, 0.2), job_fields="", top_fields=""):
-    """Three graphs and a jobs file of three searches on k80x2; returns the jobs file path."""
-    lines = []
-    for i, (chains, length) in enumerate([(2, 3), (3, 2), (2, 2)]):
-        p = os.path.join(str(folder), f"g{i}.graph.json")
-        graph_io.save(chains_graph(f"g{i}", chains, length, 0.01 * (i + 1)), p)
-        lines.append(
-            f"        job(name='s{i}', graph={p!r}, arrival_s={arrivals[i]}, steps={steps}, seed={i}{job_fields}),"
-        )
-    text = (
-        textwrap.dedent("""\
-        import ml_collections
-
-
-        def job(**kw):
-            d = dict(cluster="k80x2", hidden_size=8, type_embedding_size=4, device_embedding_size=4,
-                     merge_single_consumer=False, learning_rate=0.05)
-            d.update(kw)
-            return ml_collections.ConfigDict(d)
-
-
-        def get_config():
-            c = ml_collections.ConfigDict()
-            c.jobs = [
-        JOBS
-            ]
-            TOP
-            return c
-        """)
-        .replace("JOBS", "\n".join(lines))
-        .replace("TOP", top_fields or "pass")
-    )
-    path = os.path.join(str(folder), "jobs.py")
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+from placer.testing.workloads import write_workload
+from tests import binaries
+from tests.cli import ROOT
 
 
 def read_curve(path):
@@ -243,7 +183,7 @@ def test_jobs_file_overrides_and_order(tmp_path):
 
 def test_cli_bad_jobs_file_is_one_line_exit_2(tmp_path):
     path = write_workload(tmp_path, job_fields=", colour='red'")
-    p = run_module("placer.search_main", f"--jobs={path}", f"--workdir={tmp_path / 'out'}")
+    p = binaries.run("placer.search_main", f"--jobs={path}", f"--workdir={tmp_path / 'out'}")
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [p.stderr.strip()]
     assert p.stderr.startswith("error: ") and "unknown field 'colour'" in p.stderr
@@ -296,6 +236,7 @@ def test_tf_measure_needs_a_model_config(tmp_path):
 # ----- end to end ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_three_searches_on_four_slots_under_both_policies(tmp_path):
     work = search_jobs.load_workload(write_workload(tmp_path, steps=5))
     out = _run_search(work, tmp_path / "out", "both", normalise="fitted_total")
@@ -333,6 +274,7 @@ class FailingJobEngine(InProcessEngine):
         return super().measure(job_id, placements, slots)
 
 
+@pytest.mark.slow
 def test_failed_search_gives_its_slots_back_and_faulty_workers_lose_nothing(tmp_path):
     from placer.sharing import search
 

@@ -9,7 +9,7 @@ ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -
 from placer.measure.ray_pool import RayEngine  # noqa: E402
 from placer.sharing import jobs as search_jobs  # noqa: E402
 from placer.sharing import search  # noqa: E402
-from tests.sharing.test_search import write_workload  # noqa: E402
+from placer.testing.workloads import write_workload  # noqa: E402
 
 
 @pytest.fixture
@@ -41,6 +41,7 @@ def run_fair_killing_slot_0(engine, prepared, workdir: str, epoch_s: float, read
     return summary
 
 
+@pytest.mark.slow
 def test_killing_a_slot_actor_mid_run_does_not_stop_the_run(local_ray, tmp_path):
     work = search_jobs.load_workload(write_workload(tmp_path, steps=4, arrivals=(0.0, 0.0, 0.0)))
     prepared = search.prepare(work, log=lambda *a: None)
@@ -55,6 +56,7 @@ def test_killing_a_slot_actor_mid_run_does_not_stop_the_run(local_ray, tmp_path)
     assert all(j["best_step_time"] is not None for j in summary["jobs"])
 
 
+@pytest.mark.slow
 def test_too_few_slot_resources_is_an_input_error(local_ray):
     from placer.core.errors import InputError
 

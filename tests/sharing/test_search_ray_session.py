@@ -13,8 +13,8 @@ from placer.measure.pool import MeasurerFactory  # noqa: E402
 from placer.measure.ray_pool import RayEngine  # noqa: E402
 from placer.sharing import jobs as search_jobs  # noqa: E402
 from placer.sharing import search  # noqa: E402
-from tests.cli import run_module  # noqa: E402
-from tests.sharing.test_search import write_workload  # noqa: E402
+from placer.testing.workloads import write_workload  # noqa: E402
+from tests import binaries  # noqa: E402
 from tests.sharing.test_search_ray import run_fair_killing_slot_0  # noqa: E402
 
 DEMO = "configs/searches/demo.py:session"  # tiny RNNLM and NMT on "local:2", 4 iterations each
@@ -38,6 +38,7 @@ def _actor_cpus(actor) -> int:
     return ray.get(actor.__ray_call__.remote(logical_cpus), timeout=120)
 
 
+@pytest.mark.slow
 def test_session_slots_survive_a_killed_actor(local_ray, tmp_path):
     work = search_jobs.load_workload(DEMO)
     prepared = search.prepare(work, measure="session", log=lambda *a: None)
@@ -77,7 +78,7 @@ def test_session_slots_survive_a_killed_actor(local_ray, tmp_path):
 
 def test_graph_file_job_with_session_measure_is_an_input_error(tmp_path):
     jobs = write_workload(tmp_path)
-    p = run_module(
+    p = binaries.run(
         "placer.search_main", f"--jobs={jobs}", "--measure=session", "--engine=ray", f"--workdir={tmp_path / 'out'}"
     )
     assert p.returncode == 2

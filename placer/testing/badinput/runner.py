@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from collections.abc import Callable
 
-from tests.badinput.inputs import CLUSTER, GRAPH, Case, as_json, measure_argv, placement
-from tests.cli import run_module
+from placer.testing import run_module
+from placer.testing.badinput.inputs import CLUSTER, GRAPH, Case, as_json, measure_argv, placement
 
 
 @dataclasses.dataclass
@@ -52,12 +53,19 @@ def snapshot(folder: str) -> dict[str, str]:
     return out
 
 
-def run_case(case: Case, folder: str) -> Outcome:
-    """Runs `case` end to end in the empty folder `folder` and reports what it gave."""
+def run_case(case: Case, folder: str, run: Callable = run_module) -> Outcome:
+    """Runs `case` end to end in the empty folder `folder` and reports what it gave.
+
+    Args:
+      case: the case.
+      folder: an empty folder for its files.
+      run: runs a binary as `run(module, *args, cwd=..., timeout=...)` and
+        returns a subprocess.CompletedProcess; default a fresh process.
+    """
     write_inputs(case, folder)
     before = snapshot(folder)
     argv = (case.argv or measure_argv)(folder)
-    r = run_module(argv[0], *argv[1:], cwd=folder, timeout=300)
+    r = run(argv[0], *argv[1:], cwd=folder, timeout=300)
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     words = [w.format(dir=folder) for w in case.words]
     missing = [w for w in words if not lines or w not in lines[-1]]

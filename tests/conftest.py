@@ -1,0 +1,45 @@
+"""Session fixtures: what many test files build from TensorFlow, built once per test run.
+
+Each fixture returns a cached function of a model config spec (e.g.
+"configs/nmt.py:tiny"); TensorFlow is imported on first use, so test files
+that never ask for one keep loading in milliseconds. The models and graphs
+are shared: tests read them and never change them (OpGraph is immutable).
+"""
+
+import functools
+import os
+
+import pytest
+
+from tests.cli import ROOT
+
+# Binaries run in this process (tests/binaries.py) share its TensorFlow, whose C++ log level is fixed when
+# TF loads: keep it at errors-off, as tests.cli.run_module does for a fresh process, so that a native
+# line such as "failed call to cuInit" does not reach a binary's captured stderr.
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+
+
+@pytest.fixture(scope="session")
+def tiny_model():
+    """tiny_model(spec) -> models.Model: the model of a config spec, built once per session."""
+    import models  # noqa: PLC0415 (TensorFlow)
+    from placer.core.configs_util import load_config  # noqa: PLC0415
+
+    @functools.cache
+    def build(spec: str):
+        return models.build(load_config(os.path.join(ROOT, spec)).model)  # relative to the project, whatever the cwd
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def extracted_graph(tiny_model):
+    """extracted_graph(spec) -> OpGraph: the spec's model extracted (no costs), named after the model."""
+    from graphs import extract  # noqa: PLC0415
+
+    @functools.cache
+    def get(spec: str):
+        model = tiny_model(spec)
+        return extract.extract(model.metagraph, name=model.name)
+
+    return get
