@@ -8,6 +8,7 @@ are shared: tests read them and never change them (OpGraph is immutable).
 
 import functools
 import os
+import sys
 
 import pytest
 
@@ -43,3 +44,15 @@ def extracted_graph(tiny_model):
         return extract.extract(model.metagraph, name=model.name)
 
     return get
+
+
+@pytest.fixture(autouse=True)
+def _op_determinism_off_after_each_test():
+    """A binary called in process turns TF's op determinism on (placer.rl.reinforce.seed_everything);
+    it is process-wide, and unseeded random ops of later tests' graphs would then be refused."""
+    yield
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        from tensorflow.python.framework import config as tf_config  # noqa: PLC0415 (no public switch off)
+
+        tf_config.disable_op_determinism()
