@@ -52,7 +52,7 @@ def isolated_flags():
     argv = list(sys.argv)
     for name in list(fv):
         module = fv.find_module_defining_flag(name)
-        if module is None or not module.startswith("absl"):
+        if module is None or not (module.startswith("absl") or module == "placer.cli"):  # placer.cli's: every binary's
             delattr(fv, name)
     fv.unparse_flags()
     try:
@@ -138,3 +138,37 @@ def run(module_name: str, *args: str, cwd: str = ROOT, timeout: float | None = N
                 else:
                     os.environ[key] = value
     return subprocess.CompletedProcess([module_name, *args], code, result["out"], result["err"])
+
+
+def call(module_name: str, *args: str) -> int:
+    """Runs `module_name`'s `run()` in this process, its output left to the test's own capture (capsys).
+
+    Args:
+      module_name: e.g. "placer.train_main".
+      args: the command-line arguments, without the program name.
+
+    Returns:
+      The exit status (0 for a normal return).
+    """
+    with isolated_flags():
+        sys.modules.pop(module_name, None)
+        try:
+            sys.argv[:] = [module_name, *args]  # before the import, as in run()
+            importlib.import_module(module_name).run()
+        except SystemExit as e:
+            return 0 if e.code is None else e.code if isinstance(e.code, int) else 1
+        finally:
+            sys.modules.pop(module_name, None)
+    return 0
+
+
+def own_flags(module_name: str) -> list[str]:
+    """The names of the flags `module_name` defines itself (those its --help lists under it)."""
+    with isolated_flags():
+        sys.modules.pop(module_name, None)
+        sys.argv[:] = [module_name]
+        try:
+            importlib.import_module(module_name)
+            return [f.name for f in flags.FLAGS.flags_by_module_dict().get(module_name, [])]
+        finally:
+            sys.modules.pop(module_name, None)

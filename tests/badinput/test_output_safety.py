@@ -11,7 +11,7 @@ from placer import cli
 from placer.core import atomic
 from placer.core.errors import InputError
 from placer.testing.badinput import cases, runner
-from tests.badinput import inprocess
+from tests import binaries
 from tests.badinput.inprocess import run_binary
 
 
@@ -175,9 +175,8 @@ def test_full_disk_met_anywhere_in_a_binary_is_one_line(tmp_path, capsys, monkey
     def main(argv):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "checkpoints" / "ckpt-1"))
 
-    inprocess.forget_binaries()  # no binary's required flags are left defined
     monkeypatch.setattr(sys, "argv", ["placer-x"])
-    with pytest.raises(SystemExit) as e:
+    with binaries.isolated_flags(), pytest.raises(SystemExit) as e:  # no binary's required flags are left defined
         cli.run_main(main)
     line = one_error_line(capsys)
     assert e.value.code == 2 and f"{tmp_path}/checkpoints/ckpt-1: cannot write (No space left" in line, line

@@ -34,7 +34,7 @@ SCRIPTS = {
     "placer-place": "placer.place_main",
 }
 # What --help exits with. absl's --help exits 1; when the binaries exit 0 after --help, this becomes 0.
-HELP_EXIT = 1
+HELP_EXIT = 0
 
 
 def own_flags(module_name: str) -> tuple[str, dict[str, str]]:

@@ -3,10 +3,9 @@
 import os
 
 import pytest
-from absl import flags
 
 from placer.core import configs_util
-from tests.inprocess import call, load
+from tests.inprocess import call, own_flags
 
 BINARIES = [
     "placer.extract_main",
@@ -24,7 +23,7 @@ BINARIES = [
 @pytest.mark.parametrize("binary", BINARIES)
 @pytest.mark.parametrize("asked", ["--help", "-h", "--helpfull", "--helpshort"])
 def test_help_exits_0_and_lists_the_flags(binary, asked, capsys):
-    own = [f.name for f in flags.FLAGS.flags_by_module_dict()[load(binary).__name__]]
+    own = own_flags(binary)
     assert call(binary, asked) == 0
     out = capsys.readouterr().out
     assert own and all(f"{name}:" in out for name in own), out
