@@ -33,7 +33,7 @@ SCRIPTS = {
     "placer-pretrain": "placer.pretrain_main",
     "placer-place": "placer.place_main",
 }
-# What --help exits with. absl's --help exits 1; when the binaries exit 0 after --help, this becomes 0.
+# What --help exits with (placer.cli turns absl's 1 into 0).
 HELP_EXIT = 0
 
 
