@@ -35,17 +35,6 @@ TARGET_RATE = 300.0  # annealing, op-level NMT placements per second
 TARGET_POLICY_MS = 20.0  # policy sampling plus update per placement, grouped NMT
 
 
-def _median(fn, repeats: int) -> tuple[float, float]:
-    """Medians of (wall s, CPU s of this process) of `fn()`."""
-    wall, cpu = [], []
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    return statistics.median(wall), statistics.median(cpu)
-
-
 class _OldRoute:
     """The route before device arrays: one Placement per candidate, the numpy simulation."""
 
@@ -78,8 +67,8 @@ def bench_simulator(graph, cluster, repeats: int, batch: int) -> tuple[list[str]
     sim.run(dev[:2])  # compile
     rows, fig = [], {}
     for k in (batch, 1):
-        new_w, new_c = _median(lambda k=k: sim.run(dev[:k]), repeats)
-        old_w, old_c = _median(lambda k=k: sim.run(dev[:k], compiled=False), repeats)
+        new_w, new_c = report.median_time(lambda k=k: sim.run(dev[:k]), repeats)
+        old_w, old_c = report.median_time(lambda k=k: sim.run(dev[:k], compiled=False), repeats)
         fig[k] = (new_c / k, old_c / k)
         rows.append(
             f"| {k} | {new_w / k * 1e3:.2f} | {new_c / k * 1e3:.2f} | {old_w / k * 1e3:.2f} | {old_c / k * 1e3:.2f} "

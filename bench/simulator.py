@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import os
-import statistics
 import time
 
 import numpy as np
@@ -36,20 +35,6 @@ def _load(spec: str, cluster, need_model=False):
     return pipeline.load_graph(cluster, config=configs_util.load_config(spec), need_model=need_model)
 
 
-def _median_time(fn, repeats: int) -> tuple[float, float]:
-    """Returns the medians of (wall seconds, CPU seconds of this process) of `fn()`.
-
-    CPU time is quoted too because the machine may be shared: it is what the
-    simulator itself costs, whatever else runs."""
-    wall, cpu = [], []
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    return statistics.median(wall), statistics.median(cpu)
-
-
 def bench_nmt(cluster, repeats: int, batch: int) -> tuple[list[str], dict]:
     from baselines import search  # noqa: PLC0415
     from placer.core import (
@@ -71,7 +56,7 @@ def bench_nmt(cluster, repeats: int, batch: int) -> tuple[list[str], dict]:
     rows = []
     figures = {}
     for k in (batch, 64, 4, 1):
-        t, c = _median_time(lambda k=k: sim.measure_devices(placements[:k]), repeats)
+        t, c = report.median_time(lambda k=k: sim.measure_devices(placements[:k]), repeats)
         rows.append(f"| {k} | {t * 1e3:.1f} | {k / t:,.0f} | {k / c:,.0f} |")
         figures[k] = (k / t, k / c)
     ms = sim.measure_devices(placements[:batch])
@@ -109,11 +94,11 @@ def bench_inception(cluster, repeats: int) -> list[str]:
     t0 = time.perf_counter()
     sim = Simulator(graph, cluster)
     init_s = time.perf_counter() - t0
-    sim_s, sim_c = _median_time(lambda: sim.measure([placement]), repeats)
+    sim_s, sim_c = report.median_time(lambda: sim.measure([placement]), repeats)
     t0 = time.perf_counter()
     grappler = GrapplerMeasurer(loaded.model.metagraph, graph, cluster)
     ginit_s = time.perf_counter() - t0
-    g_s, g_c = _median_time(lambda: grappler.measure([placement]), max(2, repeats // 2))
+    g_s, g_c = report.median_time(lambda: grappler.measure([placement]), max(2, repeats // 2))
     sm = sim.measure([placement])[0]
     gm = grappler.measure([placement])[0]
     ratio = g_s / sim_s
