@@ -25,6 +25,7 @@ import tempfile
 from absl import app, flags
 from absl import logging as _absl_logging  # noqa: F401  (defines --verbosity and the other logging flags now)
 
+import placer.cli  # noqa: F401  (defines the flags every binary shares, before any call takes a snapshot)
 from tests.cli import ROOT
 
 # absl.app defines its flags on import and --help and its kin on the first app.run: define them all now,
