@@ -57,7 +57,6 @@ kernels (graphs/costs.py); dispatch and transfer costs in docs/measure.md.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -68,51 +67,13 @@ from placer.core.errors import InputError
 from placer.core.measurement import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
-from placer.measure import executor, fast
+from placer.measure import executor, fast, sim_trace
 from placer.measure import schedule as sched
 from placer.measure.memory import peak_memory, per_device_sum
+from placer.measure.sim_trace import SimResult
 from placer.measure.units import Units, contract, transfer_tables
 
 _CHUNK_ELEMS = 1 << 18  # [K, U, D] elements per simulated chunk (bounds memory, keeps arrays in cache)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class SimResult:
-    """The simulated outcome of one placement.
-
-    Attributes:
-      step_time: seconds per step (inf when failed).
-      busy_time: [D] seconds each device computed.
-      peak_memory: [D] peak bytes per device.
-      bytes_moved: bytes sent between devices.
-      failure: None or a failure kind of placer.core.measurement.
-      message: failure detail ("" when none).
-      op_device: [n_ops] device of each op (only with trace=True, else None).
-      op_start, op_finish: [n_ops] seconds (only with trace=True).
-      transfers: (src device, dst device, start s, end s, bytes, producer op
-        name) per transfer (only with trace=True).
-    """
-
-    step_time: float
-    busy_time: np.ndarray
-    peak_memory: np.ndarray
-    bytes_moved: float
-    failure: str | None = None
-    message: str = ""
-    op_device: np.ndarray | None = None
-    op_start: np.ndarray | None = None
-    op_finish: np.ndarray | None = None
-    transfers: tuple = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
-
-    def measurement(self) -> Measurement:
-        """Returns the Measurement form of this result."""
-        return Measurement(
-            self.step_time, self.failure, self.message, self.peak_memory, self.busy_time, self.bytes_moved
-        )
 
 
 class Simulator:
@@ -344,7 +305,7 @@ class Simulator:
                 fail, msg = self._oom(peak[i])
             if fail is not None:
                 st = float("inf")
-            extra = self._trace(units, dev[i], s, i, nbytes[i]) if trace else {}
+            extra = sim_trace.op_trace(self, units, dev[i], s, i, nbytes[i]) if trace else {}
             res.append(SimResult(st, busy[i], peak[i], moved_l[i], fail, msg, **extra))
         return res
 
@@ -395,35 +356,6 @@ class Simulator:
             if np.isnan(g.cost_for(dev.type)[op]):
                 return f"op {g.names[op]!r} ({g.types[op]}) has no {dev.type} kernel but is placed on {dev.name}"
         return "unsupported placement"
-
-    def _trace(self, units, dev_u, s, i, nbytes) -> dict:
-        g = self.graph
-        op_dev = dev_u[units.op_unit]
-        col = np.maximum(self.type_col[op_dev], 0)
-        speed = self.speed[op_dev]
-        # Ops before this one in its unit (index order), each with its dispatch.
-        order = np.lexsort((np.arange(g.num_ops), units.op_unit))
-        first = np.searchsorted(units.op_unit[order], units.op_unit[order])
-        rank = np.empty(g.num_ops)
-        rank[order] = np.arange(g.num_ops) - first
-        disp = self.dispatch[op_dev]
-        op_start = s.start[i][units.op_unit] + units.offset[np.arange(g.num_ops), col] / speed + rank * disp
-        cost = np.nan_to_num(g.compute_cost[np.arange(g.num_ops), col]) if g.device_types else np.zeros(g.num_ops)
-        op_finish = op_start + cost / speed + disp
-        last = np.zeros(units.num_units, dtype=np.int64)
-        np.maximum.at(last, units.op_unit, np.arange(g.num_ops))
-        transfers = tuple(
-            (
-                int(dev_u[u]),
-                int(b),
-                float(s.tx_start[i, u, b]),
-                float(s.tx_end[i, u, b]),
-                float(nbytes[u, b]),
-                str(g.names[last[u]]),
-            )
-            for u, b in zip(*np.nonzero(~np.isnan(s.tx_start[i])), strict=True)
-        )
-        return {"op_device": op_dev, "op_start": op_start, "op_finish": op_finish, "transfers": transfers}
 
 
 def simulate(graph: OpGraph, cluster: Cluster, devices: np.ndarray, *, trace: bool = False) -> SimResult:
