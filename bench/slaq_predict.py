@@ -1,8 +1,9 @@
 """Prediction error of the SLAQ curve fits, for the "SLAQ allocator" section of BENCHMARKS.md.
 
 The regime-aware fit (slaq_curves.recent_fit: the SLAQ families on the points
-since the latest jump) predicts each curve `AHEAD` iterations ahead from cut
-points every `AHEAD` iterations; the error is relative to the recorded loss.
+since the latest jump, past a concave start) predicts each curve `AHEAD`
+iterations ahead from cut points every `AHEAD` iterations, from the losses up
+to the cut only; the error is relative to the recorded loss.
 SLAQ (Zhang et al., SoCC 2017) reports under 5% on its curves. numpy only.
 """
 
@@ -111,8 +112,10 @@ def prediction_lines(rows) -> list[str]:
     lines = [
         f"### Prediction {AHEAD} iterations ahead",
         "",
-        "Fit: `slaq_curves.recent_fit` (the SLAQ families on the points since the latest jump, window 100, decay",
-        f"0.9) at cut points every {AHEAD} iterations; error relative to the recorded loss. The stress set's",
+        "Fit: `slaq_curves.recent_fit` (the SLAQ families on the points since the latest jump, from 3 points",
+        "before the steepest descent where the regime starts concave, window 100, decay 0.9; flat for two points",
+        f"after a jump) at cut points every {AHEAD} iterations, from the losses up to the cut only; error",
+        "relative to the recorded loss. The stress set's",
         "cuts are also split by whether a scheduled learning-rate drop (or batch growth) starts in the",
         f"{AHEAD} iterations predicted, which no fit of the past can foresee. Recorded searches: the loss",
         f"signal placer-search reports by default (`--loss={DEFAULT_LOSS}`). Keras noise floor: each predicted",
