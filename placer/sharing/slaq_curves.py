@@ -212,7 +212,6 @@ def _initial_guesses(x: np.ndarray, z: np.ndarray) -> dict[int, list[np.ndarray]
 # Levenberg-Marquardt solver (MINPACK, fast on a few points) keeps every family
 # non-increasing in x.
 _LOG_PARAMS = {1: 3, 2: 2, 3: 2}  # leading log-parameters per family code
-_N_PARAMS = {1: 4, 2: 3, 3: 3}  # parameters per family code
 
 
 def _to_params(code: int, theta: np.ndarray) -> np.ndarray:
@@ -300,10 +299,7 @@ def fit_curve(
 
     Each family is fitted by weighted least squares (scipy.optimize.leastsq, see `_fit_family`)
     over the last `window` points, a point `j` iterations older than the newest
-    weighing `decay**j`. The family with the lowest Akaike information criterion wins
-    (Akaike 1974; for least squares n log(residual) + 2 k, k parameters, n here the
-    weights' effective number of points (sum w)^2 / sum w^2): inv_quad's fourth
-    parameter must earn its place, or its extra bend is extrapolated as if real.
+    weighing `decay**j`; the family with the lowest weighted residual wins.
     With fewer than `min_points` points, a flat history, or no family fitting,
     the result is the fallback: the recent mean change extrapolated linearly.
 
@@ -329,17 +325,14 @@ def fit_curve(
     x, z = iters - k0, (losses - loc) / scale
     w = decay ** (x[-1] - x)
     sw = np.sqrt(w / w.sum())
-    n_eff = float(w.sum() ** 2 / (w @ w))
     best = None
     for code, starts in _initial_guesses(x, z).items():
         got = _fit_family(code, x, z, sw, starts)
-        if got is not None:
-            aic = got[1] * math.exp(2.0 * _N_PARAMS[code] / n_eff)  # exp of AIC / n_eff, same order
-            if best is None or aic < best[3]:
-                best = (code, got[0], got[1], aic)
+        if got is not None and (best is None or got[1] < best[2]):
+            best = (code, got[0], got[1])
     if best is None:
         return _fallback(iters, losses)
-    code, p, cost, _ = best
+    code, p, cost = best
     asym = p[3] if code == 1 else p[2]
     return CurveFit(
         FAMILIES[code],
