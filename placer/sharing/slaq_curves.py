@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 from scipy import optimize
 
-from placer.sharing.slaq_regimes import regime_start
+from placer.sharing.slaq_regimes import fit_start, regime_start
 
 # Family names; the code is the index used by the vectorised evaluation.
 MEAN_CHANGE = "mean_change"  # fallback: recent mean change per iteration, extrapolated linearly
@@ -37,6 +37,7 @@ DEFAULT_WINDOW = 100  # points kept for a fit (our choice, "a bounded window")
 MIN_POINTS = 5  # fewest points a curve is fitted to
 _MEAN_CHANGE_POINTS = 10  # points behind the fallback's recent mean change
 _MAX_NFEV = 200  # residual evaluations per least-squares start (bounds fitting time)
+_SETTLE_POINTS = 3  # a regime after a jump with fewer points is predicted flat (our choice)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,15 +111,37 @@ def _family_z(code: int | np.ndarray, p: np.ndarray, x: np.ndarray) -> np.ndarra
     return np.where(code == 1, quad, np.where(code == 2, lin, exp))
 
 
-def recent_fit(iters, losses, *, decay: float = DEFAULT_DECAY, window: int = DEFAULT_WINDOW) -> CurveFit:
-    """`fit_curve` on the current regime only: the points since the latest jump, within the window.
+def regime_fit(iters, losses, regime: int, *, decay: float = DEFAULT_DECAY, window: int = DEFAULT_WINDOW) -> CurveFit:
+    """`fit_curve` on the current regime, from the first loss `slaq_regimes.fit_start` keeps.
 
-    Right after a jump the regime has too few points for a family and the fit
-    falls back to its recent mean change.
+    The regime's points since a concave start (a warm-up plateau) are fitted,
+    within the window. Right after a jump the regime has too few points for
+    a family; with fewer than three (`_geometric` needs three) the fall the
+    jump began is taken to have ended, and the loss is predicted flat: its
+    one or two changes are the jump's own, and extrapolating them linearly
+    overshoots a drop that levels off within a few iterations.
+
+    Args:
+      iters: [N] iteration numbers, increasing.
+      losses: [N] loss after each iteration.
+      regime: index of the current regime's first loss (`slaq_regimes.regime_start`).
+      decay: weight ratio per iteration of age, in (0, 1].
+      window: most recent points used.
+
+    Returns:
+      The CurveFit; only the losses from the fit's start on are read.
     """
     losses = np.asarray(losses, dtype=float)
-    start = max(regime_start(losses), losses.size - window, 0)
-    return fit_curve(np.asarray(iters, dtype=float)[start:], losses[start:], decay=decay, window=window)
+    start = fit_start(losses, regime, window)
+    fit = fit_curve(np.asarray(iters, dtype=float)[start:], losses[start:], decay=decay, window=window)
+    if regime > 0 and losses.size - regime < _SETTLE_POINTS and fit.family == MEAN_CHANGE:
+        fit = dataclasses.replace(fit, mean_change=0.0)
+    return fit
+
+
+def recent_fit(iters, losses, *, decay: float = DEFAULT_DECAY, window: int = DEFAULT_WINDOW) -> CurveFit:
+    """`regime_fit` on the regime `slaq_regimes.regime_start` finds: only the past is read."""
+    return regime_fit(iters, losses, regime_start(losses), decay=decay, window=window)
 
 
 def _mean_change(iters: np.ndarray, losses: np.ndarray) -> float:

@@ -108,3 +108,58 @@ def regime_start(losses) -> int:
     for n in range(JUMP_LOOKBACK + 1, y.size):
         regime, previous = track_regime(y[: n + 1], regime, previous)  # a view: O(1) per loss
     return regime
+
+
+STEEP_HALF = 3  # half-width of the window a local slope is fitted over (7 losses; our choice)
+STEEP_RATIO = 2.0  # a descent this many times the regime's first one marks a concave start (our choice)
+STEEP_BACK = 3  # losses before the steepest point kept in the fit (our choice)
+
+
+def descent_rates(losses, half: int = STEEP_HALF) -> np.ndarray:
+    """Least-squares slope of the loss, negated, over each window of 2 half + 1 consecutive losses.
+
+    Args:
+      losses: [N] losses in order of iteration.
+      half: half-width of the window.
+
+    Returns:
+      [N - 2 half] loss decrease per iteration centred on losses half .. N - half - 1 (empty when
+      N < 2 half + 1).
+
+    >>> descent_rates([5.0, 4.0, 3.0, 2.0, 1.0], half=1).tolist()
+    [1.0, 1.0, 1.0]
+    """
+    y = np.asarray(losses, dtype=float)
+    if y.size < 2 * half + 1:
+        return np.zeros(0)
+    t = np.arange(-half, half + 1, dtype=float)
+    return np.correlate(y, -t / (t @ t), mode="valid")
+
+
+def fit_start(losses, regime: int, window: int) -> int:
+    """Index of the first loss a convergence curve is fitted to: past a regime's concave start.
+
+    The SLAQ families fall fastest at their start. A regime whose loss first
+    falls slowly and then faster (a warm-up plateau before the fall, a drop
+    that builds up) is concave there, so the fit starts STEEP_BACK losses
+    before its steepest local descent when that descent is more than
+    STEEP_RATIO times the regime's first one; otherwise at the regime's start
+    (or the window's, if later).
+
+    Args:
+      losses: [N] a job's losses in order of iteration.
+      regime: index of the current regime's first loss (`regime_start`).
+      window: most recent losses a fit may use.
+
+    Returns:
+      The index, in [max(regime, N - window), N - 1].
+    """
+    y = np.asarray(losses, dtype=float)
+    start = max(regime, y.size - window, 0)
+    rates = descent_rates(y[start:])
+    if rates.size < 3:
+        return start
+    steepest = int(np.argmax(rates))
+    if steepest > 0 and rates[steepest] > STEEP_RATIO * max(float(rates[0]), 0.0):
+        start += max(steepest + STEEP_HALF - STEEP_BACK, 0)
+    return start

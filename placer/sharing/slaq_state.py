@@ -160,15 +160,14 @@ class JobState:
         return self._max_change
 
     def curve(self) -> CurveFit:
-        """The loss-curve fit of the recent history (refitted after new reports)."""
+        """The loss-curve fit of the current regime (slaq_curves.regime_fit; refitted after new reports)."""
         if self._fit is None:
-            start = max(self._regime, len(self._iters) - self._window)
-            key = (start, len(self._iters))
+            key = (self._regime, len(self._iters))  # with the recorded curve, decides every point read
             if self._fits is not None and key in self._fits:
                 self._fit = self._fits[key]
             else:
-                self._fit = slaq_curves.fit_curve(
-                    self._iters[start:], self._losses[start:], decay=self._decay, window=self._window
+                self._fit = slaq_curves.regime_fit(
+                    self._iters, self._losses, self._regime, decay=self._decay, window=self._window
                 )
                 if self._fits is not None:
                     self._fits[key] = self._fit
