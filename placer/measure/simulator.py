@@ -67,7 +67,7 @@ from placer.core.errors import InputError
 from placer.core.measurement import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
-from placer.measure import executor, fast, sim_trace
+from placer.measure import calibration, executor, fast, sim_trace
 from placer.measure import schedule as sched
 from placer.measure.memory import peak_memory, per_device_sum
 from placer.measure.sim_trace import SimResult
@@ -99,6 +99,8 @@ class Simulator:
         *,
         op_group: Sequence[int] | None = None,
     ):
+        # Graphs profiled on this machine carry its dispatch of that moment (placer/measure/calibration.py).
+        cluster = calibration.calibrated(cluster, graph)
         self.graph, self.cluster = graph, cluster
         self.num_devices = cluster.num_devices
         self.type_col = np.array(
