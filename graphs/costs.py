@@ -19,6 +19,7 @@ Sources:
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -30,6 +31,8 @@ from graphs import tf_session as session_lib
 from placer.core import io as graph_io
 from placer.core.cluster import Cluster, Device
 from placer.core.op_graph import OpGraph
+
+_SHORT_STEP_S = 1.0  # traced steps shorter than this get an untraced step before each (profiled_costs)
 
 
 def device_types_of(cluster: Cluster) -> tuple[str, ...]:
@@ -105,7 +108,9 @@ def profiled_costs(
     column: every op is put on device 0 of that type (ops without a kernel
     there are softly moved and get NaN), `warmup` traced steps are dropped,
     then `steps` steps run with FULL_TRACE; the median per op is kept. Graph
-    rewrites are off so step stats name the graph's own ops.
+    rewrites are off so step stats name the graph's own ops. Where a traced
+    step takes under a second, an untraced step runs before each traced one,
+    so the intra-op pool is awake as in training.
 
     CPU: an op's time is its kernel window (op start to op end, nanoseconds)
     less the tracer's floor, clamped at 0; the executor's work around the
@@ -141,9 +146,17 @@ def profiled_costs(
         samples: dict[str, list[float]] = {}
         with tf.compat.v1.Session(graph=g, config=config) as sess:
             sess.run(init)
+            short = True
             for k in range(warmup + max(steps, 1)):
+                if short:
+                    # Right after a traced step's gap, TF's intra-op pool sleeps, and the first kernel that
+                    # uses it pays for waking it (tens of us); an untraced step first keeps it awake, as in
+                    # training. Negligible beside a step of a second or more, which skips it.
+                    sess.run(fetches)
                 md = tf.compat.v1.RunMetadata()
+                t0 = time.perf_counter()
                 sess.run(fetches, options=trace, run_metadata=md)
+                short = time.perf_counter() - t0 < _SHORT_STEP_S
                 if k < warmup:
                     continue
                 for name, seconds in op_times(md, t).items():
