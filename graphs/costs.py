@@ -130,8 +130,9 @@ def profiled_costs(
       device_types: types to profile; default CPU plus GPU if present.
 
     Returns:
-      A copy of `graph` with costs in seconds (0 for ops that did not run)
-      and, when CPU was profiled, the calibration (seconds).
+      A copy of `graph` with costs in seconds (0 for ops that did not run),
+      the ops that ran marked `in_step` (the others pay no dispatch in the
+      simulator) and, when CPU was profiled, the calibration (seconds).
     """
     mg = session_lib.as_metagraph(model_or_metagraph)
     if device_types is None:
@@ -139,6 +140,7 @@ def profiled_costs(
     cost = np.zeros((graph.num_ops, len(device_types)))
     index = graph.index()
     calibration = costs_calibrate.measure() if "CPU" in device_types else None
+    ran = np.zeros(graph.num_ops, dtype=bool)  # ops a traced step ran: the others pay no dispatch
     for j, t in enumerate(device_types):
         g, fetches, init = session_lib.import_for_session(tf_util.single_device_metagraph(mg, f"/device:{t}:0"))
         config = session_lib.session_config(1, rewrite=False, soft_placement=True)
@@ -162,7 +164,8 @@ def profiled_costs(
                 for name, seconds in op_times(md, t).items():
                     samples.setdefault(name, []).append(seconds)
         cost[:, j] = medians_less_floor(samples, index, calibration.trace_floor if t == "CPU" else 0.0)
-    costed = _with_kernels(graph, tuple(device_types), cost)
+        ran[[index[n] for n in samples if n in index]] = True
+    costed = _with_kernels(graph, tuple(device_types), cost).with_step_ops(ran)
     return costed.with_calibration(calibration.as_dict()) if calibration else costed
 
 

@@ -38,6 +38,8 @@ def to_json(graph: OpGraph) -> dict:
                 "cost": cost,
             }
         )
+        if graph.in_step is not None and not graph.in_step[i]:
+            ops[-1]["in_step"] = False
     edges = [
         {"src": str(graph.names[s]), "dst": str(graph.names[d]), "bytes": int(b), "control": bool(c)}
         for s, d, b, c in zip(graph.edge_src, graph.edge_dst, graph.edge_bytes, graph.edge_control, strict=True)
@@ -129,7 +131,14 @@ def from_json(data: object, source: str = "graph") -> OpGraph:
         edge_control=control,
         source=source,
     )
-    return graph.with_calibration(calibration) if calibration else graph
+    graph = graph.with_calibration(calibration) if calibration else graph
+    in_step = {
+        names[k]: checks.boolean(
+            checks.get(o, "in_step", f"{source}: ops[{k}].in_step", True), f"{source}: ops[{k}].in_step"
+        )
+        for k, o in enumerate(ops)
+    }
+    return graph.with_step_ops(np.array([in_step[n] for n in graph.names], dtype=bool))
 
 
 def _calibration(v: object, source: str) -> dict[str, float]:

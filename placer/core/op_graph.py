@@ -54,6 +54,10 @@ class OpGraph:
       calibration: what was measured on the machine with the costs, seconds
         by key (`CALIBRATION_KEYS`); empty when the costs were not profiled.
         Not part of equality or the fingerprint.
+      in_step: [n] bool, False for ops a training step never runs (variable
+        initialisers, ops outside the train op's fan-in), which the simulator
+        charges no dispatch; None when unknown (every op runs). Set by costs
+        profiled on this machine; not part of equality or the fingerprint.
     """
 
     name: str
@@ -70,6 +74,7 @@ class OpGraph:
     edge_bytes: np.ndarray
     edge_control: np.ndarray
     calibration: dict[str, float] = dataclasses.field(default_factory=dict)
+    in_step: np.ndarray | None = None
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -166,6 +171,15 @@ class OpGraph:
         """
         cost = np.array(compute_cost, dtype=np.float64).reshape(self.num_ops, len(device_types))
         return dataclasses.replace(self, device_types=tuple(device_types), compute_cost=cost)
+
+    def with_step_ops(self, in_step: np.ndarray | None) -> OpGraph:
+        """Returns a copy of this graph with [n] bool `in_step` (True: a training step runs the op; None: all)."""
+        mask = None if in_step is None else np.array(in_step, dtype=bool).reshape(self.num_ops)
+        return dataclasses.replace(self, in_step=None if mask is None or mask.all() else mask)
+
+    def step_weights(self) -> np.ndarray:
+        """[n] float64: 1.0 for ops a training step runs, 0.0 for the others (all 1.0 when unknown)."""
+        return np.ones(self.num_ops) if self.in_step is None else self.in_step.astype(np.float64)
 
     def with_calibration(self, calibration: dict[str, float]) -> OpGraph:
         """Returns a copy of this graph carrying `calibration` (seconds by `CALIBRATION_KEYS` key)."""

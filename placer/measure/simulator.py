@@ -249,8 +249,9 @@ class Simulator:
         """[U, D] seconds each unit computes on each device (NaN where a kernel is missing)."""
         tcol = np.maximum(self.type_col, 0)
         cost = np.where(self.type_col[None, :] >= 0, units.cost[:, tcol], np.nan)
-        # A unit of n ops pays n dispatches of its device, as its ops would one by one.
-        return cost / self.speed[None, :] + executor.op_counts(units)[:, None] * self.dispatch[None, :]
+        # A unit of n ops pays n dispatches of its device, as its ops would one by one (ops outside the step none).
+        runs = executor.op_counts(units, self.graph.step_weights())
+        return cost / self.speed[None, :] + runs[:, None] * self.dispatch[None, :]
 
     def _prepared(self, units: Units) -> fast.Prepared:
         if id(units) not in self._fast:  # the units stay alive in self._units

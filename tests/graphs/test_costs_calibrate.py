@@ -48,3 +48,11 @@ def test_profiled_kernel_windows_keep_real_work(profiled):
     # h = x[256, 512] @ w[512, 1024]: 2 x 256 x 512 x 1024 = 268 Mflop, far above any trace floor.
     assert c[graph.index()["h"]] > 10 * g.calibration["cpu_trace_floor"]
     assert (c >= 0).all()
+
+
+def test_profiled_costs_mark_the_ops_a_step_runs(profiled):
+    graph, g = profiled
+    i = graph.index()
+    # "s" (as_string of h) and the variable's initialiser are outside the train op's fan-in.
+    assert not g.in_step[i["s"]] and not g.in_step[i["w/Assign"]]
+    assert g.in_step[i["h"]] and g.in_step[i["gradients/h_grad/MatMul_1"]]
