@@ -36,53 +36,16 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 
 import numpy as np
 from absl import app, flags
 
 from bench import report
+from graphs.costs_calibrate import chain_graph, step_clocks
 
 _LENGTHS = flags.DEFINE_list("lengths", ["0", "500", "1000", "2000"], "Chain lengths (ops).")
 _STEPS = flags.DEFINE_integer("steps", 30, "Timed steps per chain (median kept), after 5 warm-up steps.")
 _ROUNDS = flags.DEFINE_integer("rounds", 7, "Rounds of all chains; the median slope is reported.")
-
-
-def chain_graph(n: int, devices: int, leaves: bool = False):
-    """A tf.Graph of a chain of `n` scalar AddV2 ops, op i on CPU i % devices; returns (graph, fetch).
-
-    With `leaves`, each AddV2's input also feeds a Neg op (2n ops in all), fetched through one NoOp.
-    """
-    import tensorflow as tf  # noqa: PLC0415
-
-    g = tf.Graph()
-    with g.as_default():
-        with tf.device("/device:CPU:0"):
-            x = tf.constant(1.0, name="x0")
-        side = []
-        for i in range(n):
-            with tf.device(f"/device:CPU:{i % devices}"):
-                if leaves:
-                    side.append(tf.raw_ops.Neg(x=x, name=f"leaf{i}"))
-                x = tf.raw_ops.AddV2(x=x, y=x, name=f"add{i}")
-        fetch = tf.group(x, *side) if leaves else x
-    return g, fetch
-
-
-def step_clocks(run, steps: int) -> tuple[float, float]:
-    """(median wall seconds, median CPU seconds of this process) per call of `run`, over `steps` calls.
-
-    CPU time counts every thread of the process (the inter-op thread runs the
-    ops) and leaves out the time other jobs hold the cores, which wall time
-    on a shared machine includes.
-    """
-    wall, cpu = [], []
-    for _ in range(steps):
-        w0, c0 = time.perf_counter(), time.process_time()
-        run()
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    return float(np.median(wall)), float(np.median(cpu))
 
 
 def time_chain(n: int, devices: int, steps: int, leaves: bool = False) -> tuple[float, float, float | None]:

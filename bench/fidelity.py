@@ -171,14 +171,16 @@ def step_fan_in(graph, fetch_names) -> np.ndarray:
 
 
 def trace_costs(run_metadata, graph) -> np.ndarray:
-    """[n_ops] seconds per op in one traced step (all_end_rel_micros, as profiled_costs takes)."""
+    """[n_ops] CPU seconds per op in one traced step, as profiled_costs takes them (its trace floor off)."""
+    from graphs.costs import op_times  # noqa: PLC0415
+
     out = np.zeros(graph.num_ops)
     index = graph.index()
-    for dev in run_metadata.step_stats.dev_stats:
-        for ns in dev.node_stats:
-            i = index.get(ns.node_name.split(":")[0])
-            if i is not None:
-                out[i] = max(out[i], ns.all_end_rel_micros * 1e-6)
+    floor = graph.calibration.get("cpu_trace_floor", 0.0)
+    for name, seconds in op_times(run_metadata, "CPU").items():
+        i = index.get(name)
+        if i is not None:
+            out[i] = max(seconds - floor, 0.0)
     return out
 
 

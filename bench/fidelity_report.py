@@ -74,8 +74,9 @@ def single_device_body(rows: list[dict], settings: dict) -> list[str]:
     """Markdown of the single-device comparison; `settings` holds the step counts of bench/fidelity.py's flags."""
     return [
         "Single-device step time: per-op costs profiled on this machine's CPU (`graphs.costs.profiled_costs`, "
-        "warm-up steps dropped, median per op of the traced steps), every op on `/device:CPU:0`, simulated at op level "
-        "(`placer.measure.simulator`, with the `local` cluster's CPU dispatch) against the same placement run in a session (`SessionMeasurer`, Grappler "
+        "warm-up steps dropped, median per op of the kernel windows of the traced steps less the tracer's floor), every "
+        "op on `/device:CPU:0`, simulated at op level (`placer.measure.simulator`, with the CPU dispatch measured "
+        "when the costs were profiled, `graphs/costs_calibrate.py`) against the same placement run in a session (`SessionMeasurer`, Grappler "
         f"rewrites off as in profiling, median of the timed steps); large models {settings['profile_steps']} profiled "
         f"and {settings['session_steps']} timed step(s) after {settings['warmup']} warm-up step(s); tiny variants "
         f"{settings['tiny_steps']} of each after 2, in {settings['tiny_rounds']} rounds of profiling then measuring, the "
@@ -93,9 +94,9 @@ def single_device_body(rows: list[dict], settings: dict) -> list[str]:
         "Two cost sources: `profiled_costs` runs its own session before the measurement, and on this shared "
         "machine the load can change in between (the errors of all rounds, last column, show by how much); the "
         "second simulated column takes the per-op times from the traced step the measuring session runs right "
-        "after its timed steps, which leaves out that drift. A trace records kernels, not the executor's work "
-        "between ops, and tracing adds its own cost to every op it times: both are in these errors, and weigh "
-        "most where ops are short.",
+        "after its timed steps, which leaves out that drift (the same floor taken off). A trace records kernels, "
+        "not the executor's work between ops, which the dispatch stands for; tracing also stretches some kernels "
+        "beyond the floor it adds to every op: both weigh most where ops are short.",
         "",
         *tracing_lines(rows),
         "",

@@ -7,11 +7,13 @@ in `rounds` rounds: per-op CPU costs profiled (graphs.costs.profiled_costs),
 then two placements simulated and run in real sessions with one inter-op
 thread: every op on "/device:CPU:0" of `local:1`, and the ops split over the
 two devices of `local:2` (the first half of the ops in topological order on
-CPU:0, the rest on CPU:1, colocated ops with their set's first op). The local
-clusters carry the CPU dispatch and transfer cost bench/dispatch.py measured,
-and a serial executor (one inter-op thread runs both devices' ops). Beside
-the model's simulation, two variants show what each part of it does:
-dispatch 0, and devices that compute in parallel.
+CPU:0, the rest on CPU:1, colocated ops with their set's first op). The
+profiled graph carries the CPU dispatch and transfer cost measured when it
+was profiled (graphs/costs_calibrate.py), which the simulator gives the local
+clusters, and those have a serial executor (one inter-op thread runs both
+devices' ops). Beside the model's simulation, three variants show what each
+part of it does: the documented constants of the `local` cluster instead of
+the calibration, dispatch 0, and devices that compute in parallel.
 
 Levels: on random group placements of the tiny NMT over `local:2`, the
 same placement simulated at group level (a group's ops back to back, its
@@ -22,6 +24,7 @@ default inter-op pool (bench/fidelity.py runs it in a child process).
 from __future__ import annotations
 
 import dataclasses
+import os
 import statistics
 
 import numpy as np
@@ -85,12 +88,12 @@ def session_clocks(model, graph, cluster, devices: np.ndarray, steps: int) -> tu
 
     Placed and run as placer.measure.session.SessionMeasurer runs a placement
     (every node's device set, soft placement off, Grappler rewrites off, 2
-    warm-up steps), with both clocks read around each step (bench.dispatch.step_clocks).
+    warm-up steps), with both clocks read around each step (graphs.costs_calibrate.step_clocks).
     """
     import tensorflow as tf  # noqa: PLC0415
 
-    from bench.dispatch import step_clocks  # noqa: PLC0415
     from graphs import tf_util  # noqa: PLC0415
+    from graphs.costs_calibrate import step_clocks  # noqa: PLC0415
     from graphs.tf_session import as_metagraph, import_for_session, session_config  # noqa: PLC0415
 
     mg = tf_util.placed_metagraph(as_metagraph(model), graph, devices, cluster.device_names)
@@ -102,11 +105,13 @@ def session_clocks(model, graph, cluster, devices: np.ndarray, steps: int) -> tu
         return step_clocks(lambda: sess.run(fetches), steps)
 
 
-def _simulate(graph, cluster, placement, floor_s: float) -> dict:
+def _simulate(graph, cluster, placement) -> dict:
     """Simulated step times of the model and its variants (seconds).
 
-    `floor_s`: the time a FULL_TRACE step gives a scalar op (bench/dispatch.py's chain); the
-    "sim_floor_s" variant takes it off every profiled cost, since the dispatch is added apart.
+    "sim_s" is the model: profiled kernel times, the tracer's floor off, and the
+    dispatch and transfer cost measured when the costs were profiled (the
+    graph's calibration). "sim_constants_s" uses the `local` cluster's
+    documented constants instead of that calibration.
     """
     from placer.measure.simulator import Simulator  # noqa: PLC0415
 
@@ -114,24 +119,20 @@ def _simulate(graph, cluster, placement, floor_s: float) -> dict:
         return Simulator(g, c).measure([placement])[0].step_time
 
     no_dispatch = [dataclasses.replace(d, dispatch=0.0, transfer_cost=0.0) for d in cluster.devices]
-    cost = graph.compute_cost[:, :1]
-    floored = graph.with_costs(("CPU",), np.where(np.isnan(cost), np.nan, np.maximum(cost - floor_s, 0.0)))
     return {
         "sim_s": run(cluster),
-        "sim_floor_s": run(cluster, floored),
-        "sim_no_dispatch_s": run(dataclasses.replace(cluster, devices=tuple(no_dispatch))),
+        "sim_constants_s": run(cluster, graph.with_calibration({})),
+        "sim_no_dispatch_s": run(dataclasses.replace(cluster, name="local, no dispatch", devices=tuple(no_dispatch))),
         "sim_parallel_s": run(dataclasses.replace(cluster, serial_executor=False)),
     }
 
 
 def source_rows(spec: str, steps: int, rounds: int) -> list[dict]:
     """One row per placement (1 device, 2 devices split) of one source: the round with the median error."""
-    from bench.dispatch import time_chain  # noqa: PLC0415
     from graphs import costs, local_cluster  # noqa: PLC0415
     from placer.core.placement import Placement  # noqa: PLC0415
 
     model, _, graph0 = load_source(spec)
-    floor_s = (time_chain(500, 1, 5)[2] or 0.0) * 1e-6
     clusters = {"1 device": local_cluster.discover(1), "2 devices, split": local_cluster.discover(2)}
     devs = {"1 device": np.zeros(graph0.num_ops, np.int64), "2 devices, split": split_devices(graph0)}
     runs: dict[str, list[dict]] = {k: [] for k in clusters}
@@ -140,16 +141,19 @@ def source_rows(spec: str, steps: int, rounds: int) -> list[dict]:
         for label, cluster in clusters.items():
             p = Placement.from_ops(graph, devs[label], cluster.device_names, method=label)
             wall, cpu = session_clocks(model, graph, cluster, devs[label], steps)
-            row = {"model": spec, "placement": label, "ops": graph.num_ops, **_simulate(graph, cluster, p, floor_s)}
-            row["trace_floor_s"] = floor_s
+            row = {"model": spec, "placement": label, "ops": graph.num_ops, **_simulate(graph, cluster, p)}
+            row.update(calibration=dict(graph.calibration), load=os.getloadavg()[0])
             row.update(session_s=wall, session_cpu_s=cpu, err_sim_s=row["sim_s"] / wall - 1.0)
-            row["err_sim_floor_s"] = row["sim_floor_s"] / wall - 1.0
+            row["err_sim_constants_s"] = row["sim_constants_s"] / wall - 1.0
             row["cross_edges"] = int((devs[label][graph.edge_src] != devs[label][graph.edge_dst]).sum())
-            for key in ("sim_s", "sim_floor_s", "sim_no_dispatch_s", "sim_parallel_s"):
+            for key in ("sim_s", "sim_constants_s", "sim_no_dispatch_s", "sim_parallel_s"):
                 row["cpu_err_" + key] = row[key] / cpu - 1.0
             runs[label].append(row)
             print(
-                f"{spec} {label}: simulated {row['sim_s']:.4g} s, measured {wall:.4g} s ({cpu:.4g} s CPU)", flush=True
+                f"{spec} {label}: simulated {row['sim_s']:.4g} s (constants {row['sim_constants_s']:.4g} s), measured "
+                f"{wall:.4g} s ({cpu:.4g} s CPU), error {row['err_sim_s']:+.1%} / {row['cpu_err_sim_s']:+.1%} CPU; "
+                f"load {row['load']:.1f}",
+                flush=True,
             )
     out = []
     for rows in runs.values():
@@ -205,17 +209,18 @@ def small_table(rows: list[dict]) -> list[str]:
     """Markdown rows of the many-small-ops comparison."""
     out = [
         "| graph | placement | ops | crossing edges | measured wall / CPU (s) | simulated (s) | error vs wall / CPU "
-        "| simulated, trace floor off (s) | error vs wall / CPU | vs CPU: dispatch 0 | vs CPU: devices in parallel "
-        "| errors vs wall, all rounds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| simulated, documented constants (s) | error vs wall / CPU | vs CPU: dispatch 0 "
+        "| vs CPU: devices in parallel | errors vs wall, all rounds | load average |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| `{r['model']}` | {r['placement']} | {r['ops']:,} | {r['cross_edges']:,} "
             f"| {r['session_s']:.4g} / {r['session_cpu_s']:.4g} | {r['sim_s']:.4g} "
-            f"| {_e(r['err_sim_s'])} / {_e(r['cpu_err_sim_s'])} | {r['sim_floor_s']:.4g} "
-            f"| {_e(r['err_sim_floor_s'])} / {_e(r['cpu_err_sim_floor_s'])} | {_e(r['cpu_err_sim_no_dispatch_s'])} "
-            f"| {_e(r['cpu_err_sim_parallel_s'])} | {', '.join(_e(e) for e in r['round_errors'])} |"
+            f"| {_e(r['err_sim_s'])} / {_e(r['cpu_err_sim_s'])} | {r['sim_constants_s']:.4g} "
+            f"| {_e(r['err_sim_constants_s'])} / {_e(r['cpu_err_sim_constants_s'])} "
+            f"| {_e(r['cpu_err_sim_no_dispatch_s'])} | {_e(r['cpu_err_sim_parallel_s'])} "
+            f"| {', '.join(_e(e) for e in r['round_errors'])} | {r['load']:.1f} |"
         )
     return out
 
@@ -228,7 +233,7 @@ def small_targets(rows: list[dict]) -> list[str]:
     """met / NOT met per row and cost source, against wall time (the target) and against CPU time."""
     out = []
     for r in rows:
-        for key, label in (("sim_s", "profiled costs"), ("sim_floor_s", "trace floor off")):
+        for key, label in (("sim_s", "calibrated when profiled"), ("sim_constants_s", "documented constants")):
             wall, cpu = r["err_" + key], r["cpu_err_" + key]
             out.append(
                 f"- `{r['model']}`, {r['placement']}, {label}: {_e(wall)} against wall time: **{_verdict(wall)}**; "
@@ -266,6 +271,12 @@ def level_lines(rows: list[dict], spec: str) -> list[str]:
     ]
 
 
+def _cal(rows: list[dict]) -> str:
+    c = rows[0]["calibration"]
+    keys = ("cpu_trace_floor", "cpu_dispatch", "cpu_transfer_cost")
+    return " / ".join(f"{c.get(k, 0.0) * 1e9:.0f} ns" for k in keys) + f" for `{rows[0]['model']}`"
+
+
 def section(rows: list[dict], steps: int, rounds: int) -> list[str]:
     """Markdown of the many-small-ops comparison: settings, table, verdicts."""
     return [
@@ -273,17 +284,18 @@ def section(rows: list[dict], steps: int, rounds: int) -> list[str]:
         "(`generated:layered:2000:0`: a Const per op without inputs, Neg for one input, AddN for several). Per-op "
         f"CPU costs profiled, then {steps} timed steps per placement after 2 warm-up steps, {rounds} rounds of "
         "profiling then measuring, the round with the median error shown. Both sessions and the simulator have "
-        "one inter-op thread: the `local` clusters carry the CPU dispatch and per-tensor transfer cost of "
-        'bench/dispatch.py (section "Executor dispatch") and a serial executor, so the two logical CPUs of '
+        "one inter-op thread: the `local` clusters have a serial executor, so the two logical CPUs of "
         "`local:2` share one thread as in TF. Split: the first half of the ops (topological order) on CPU:0, the "
-        "rest on CPU:1. Two more simulated columns show what each part of the model does: dispatch and transfer "
-        "cost 0, and devices that compute in parallel. A FULL_TRACE step gives each op at least the trace's own "
-        "floor (whole microseconds; a scalar op of bench/dispatch.py's chain traces at "
-        f"{rows[0]['trace_floor_s'] * 1e6:g} us while it adds under 1 us to an untraced step, dispatch included), "
-        "so profiled costs of tiny ops already hold what the dispatch adds: the second simulated column takes "
-        "that floor, measured on the chain in this run, off every profiled cost. Each step is timed on two clocks in the same session: wall "
+        "rest on CPU:1. Profiled costs are kernel windows less the tracer's floor (ops the traced steps did not "
+        "run pay no dispatch), and the simulator pairs them with the CPU dispatch and transfer cost measured in "
+        "the same process when the costs were profiled "
+        "(`graphs/costs_calibrate.py`; floor / dispatch / transfer cost of the median row: "
+        f"{_cal(rows)}). Three more simulated columns show what each part of the model does: the `local` "
+        "cluster's documented constants instead of the calibration, dispatch and transfer cost 0, and devices "
+        "that compute in parallel. Each step is timed on two clocks in the same session: wall "
         "time (the target's measure) and the process's CPU time, which leaves out the time other jobs hold the "
-        "cores of this shared machine (the dispatch was calibrated on CPU time). Simulation level: op (every "
+        "cores of this shared machine (the dispatch was calibrated on CPU time); the load average after each row "
+        "is in the last column. Simulation level: op (every "
         "placement here is op-level).",
         "",
         *small_table(rows),

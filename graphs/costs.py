@@ -11,7 +11,7 @@ Sources:
   * `grappler_costs`: TF Grappler's analytical cost model on a virtual
     cluster (no hardware needed); deterministic.
   * `profiled_costs`: real runs on this machine with full tracing, median
-    per op over several steps.
+    per op over several steps, the tracer's own floor taken off (CPU).
   * costs stored in a graph file (placer/core/io.py), same convention;
     `cached_costs` stores and reuses them.
 """
@@ -19,17 +19,20 @@ Sources:
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.grappler import item as gitem
 
-from graphs import extract, tf_util
+from graphs import costs_calibrate, extract, tf_util
 from graphs import tf_session as session_lib
 from placer.core import io as graph_io
 from placer.core.cluster import Cluster, Device
 from placer.core.op_graph import OpGraph
+
+_SHORT_STEP_S = 1.0  # traced steps shorter than this get an untraced step before each (profiled_costs)
 
 
 def device_types_of(cluster: Cluster) -> tuple[str, ...]:
@@ -104,9 +107,19 @@ def profiled_costs(
     Each device type present ("CPU", and "GPU" when TF sees one) gets a
     column: every op is put on device 0 of that type (ops without a kernel
     there are softly moved and get NaN), `warmup` traced steps are dropped,
-    then `steps` steps run with FULL_TRACE and each op's time is its
-    all_end_rel_micros; the median per op is kept. Graph rewrites are off so
-    step stats name the graph's own ops.
+    then `steps` steps run with FULL_TRACE; the median per op is kept. Graph
+    rewrites are off so step stats name the graph's own ops. Where a traced
+    step takes under a second, an untraced step runs before each traced one,
+    so the intra-op pool is awake as in training.
+
+    CPU: an op's time is its kernel window (op start to op end, nanoseconds)
+    less the tracer's floor, clamped at 0; the executor's work around the
+    kernel is the simulator's dispatch. The floor, the dispatch and the
+    transfer cost are measured first in this process
+    (graphs/costs_calibrate.py) and kept in the graph's `calibration`, which
+    the simulator uses for this machine's clusters
+    (placer/measure/calibration.py). GPU: all_end_rel_micros, the longest
+    entry per op (kernel launch and stream), as traced.
 
     Args:
       model_or_metagraph: MetaGraphDef, tf.Graph, models.ModelGraph, or a
@@ -117,13 +130,17 @@ def profiled_costs(
       device_types: types to profile; default CPU plus GPU if present.
 
     Returns:
-      A copy of `graph` with costs in seconds (0 for ops that did not run).
+      A copy of `graph` with costs in seconds (0 for ops that did not run),
+      the ops that ran marked `in_step` (the others pay no dispatch in the
+      simulator) and, when CPU was profiled, the calibration (seconds).
     """
     mg = session_lib.as_metagraph(model_or_metagraph)
     if device_types is None:
         device_types = ("CPU", "GPU") if tf.config.list_physical_devices("GPU") else ("CPU",)
     cost = np.zeros((graph.num_ops, len(device_types)))
     index = graph.index()
+    calibration = costs_calibrate.measure() if "CPU" in device_types else None
+    ran = np.zeros(graph.num_ops, dtype=bool)  # ops a traced step ran: the others pay no dispatch
     for j, t in enumerate(device_types):
         g, fetches, init = session_lib.import_for_session(tf_util.single_device_metagraph(mg, f"/device:{t}:0"))
         config = session_lib.session_config(1, rewrite=False, soft_placement=True)
@@ -131,24 +148,48 @@ def profiled_costs(
         samples: dict[str, list[float]] = {}
         with tf.compat.v1.Session(graph=g, config=config) as sess:
             sess.run(init)
+            short = True
             for k in range(warmup + max(steps, 1)):
+                if short:
+                    # Right after a traced step's gap, TF's intra-op pool sleeps, and the first kernel that
+                    # uses it pays for waking it (tens of us); an untraced step first keeps it awake, as in
+                    # training. Negligible beside a step of a second or more, which skips it.
+                    sess.run(fetches)
                 md = tf.compat.v1.RunMetadata()
+                t0 = time.perf_counter()
                 sess.run(fetches, options=trace, run_metadata=md)
+                short = time.perf_counter() - t0 < _SHORT_STEP_S
                 if k < warmup:
                     continue
-                for name, seconds in _op_times(md, t).items():
+                for name, seconds in op_times(md, t).items():
                     samples.setdefault(name, []).append(seconds)
-        for name, vals in samples.items():
-            i = index.get(name)
-            if i is not None:
-                cost[i, j] = float(np.median(vals))
-    return _with_kernels(graph, tuple(device_types), cost)
+        cost[:, j] = medians_less_floor(samples, index, calibration.trace_floor if t == "CPU" else 0.0)
+        ran[[index[n] for n in samples if n in index]] = True
+    costed = _with_kernels(graph, tuple(device_types), cost).with_step_ops(ran)
+    return costed.with_calibration(calibration.as_dict()) if calibration else costed
 
 
-def _op_times(run_metadata, device_type: str) -> dict[str, float]:
-    """Seconds per op on devices of `device_type` in one traced step.
+def medians_less_floor(samples: dict[str, list[float]], index: dict[str, int], floor: float) -> np.ndarray:
+    """[n_ops] each op's median traced seconds less the tracer's `floor`, clamped at 0; 0 for ops not traced.
 
-    GPU kernels also appear on stream entries; the longest entry per op wins.
+    Args:
+      samples: op name -> its seconds in each traced step.
+      index: op name -> op index of the graph (names not in it are ignored).
+      floor: seconds a traced op shows however small its kernel.
+    """
+    out = np.zeros(len(index))
+    for name, vals in samples.items():
+        i = index.get(name)
+        if i is not None:
+            out[i] = max(float(np.median(vals)) - floor, 0.0)
+    return out
+
+
+def op_times(run_metadata, device_type: str) -> dict[str, float]:
+    """Seconds per op on devices of `device_type` in one traced step, the tracer's floor not yet taken off.
+
+    CPU: the kernel window (costs_calibrate.kernel_seconds). GPU: all_end_rel_micros;
+    GPU kernels also appear on stream entries, and the longest entry per op wins.
     """
     out: dict[str, float] = {}
     for dev in run_metadata.step_stats.dev_stats:
@@ -156,7 +197,8 @@ def _op_times(run_metadata, device_type: str) -> dict[str, float]:
             continue
         for ns in dev.node_stats:
             name = ns.node_name.split(":")[0]
-            out[name] = max(out.get(name, 0.0), ns.all_end_rel_micros * 1e-6)
+            sec = costs_calibrate.kernel_seconds(ns) if device_type == "CPU" else ns.all_end_rel_micros * 1e-6
+            out[name] = max(out.get(name, 0.0), sec)
     return out
 
 

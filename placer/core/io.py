@@ -14,7 +14,7 @@ import numpy as np
 
 from placer.core import atomic, checks
 from placer.core.errors import InputError
-from placer.core.op_graph import OpGraph
+from placer.core.op_graph import CALIBRATION_KEYS, OpGraph
 
 FORMAT = "placer.opgraph"
 VERSION = 1
@@ -38,11 +38,13 @@ def to_json(graph: OpGraph) -> dict:
                 "cost": cost,
             }
         )
+        if graph.in_step is not None and not graph.in_step[i]:
+            ops[-1]["in_step"] = False
     edges = [
         {"src": str(graph.names[s]), "dst": str(graph.names[d]), "bytes": int(b), "control": bool(c)}
         for s, d, b, c in zip(graph.edge_src, graph.edge_dst, graph.edge_bytes, graph.edge_control, strict=True)
     ]
-    return {
+    out = {
         "format": FORMAT,
         "version": VERSION,
         "name": graph.name,
@@ -50,6 +52,9 @@ def to_json(graph: OpGraph) -> dict:
         "ops": ops,
         "edges": edges,
     }
+    if graph.calibration:
+        out["calibration"] = dict(graph.calibration)
+    return out
 
 
 def save(graph: OpGraph, path: str) -> None:
@@ -111,7 +116,8 @@ def from_json(data: object, source: str = "graph") -> OpGraph:
         dst = checks.text(checks.get(e, "dst", f"{w}.dst", required=True), f"{w}.dst")
         pairs.append((src, dst, checks.integer(checks.get(e, "bytes", f"{w}.bytes", 0), f"{w}.bytes")))
         control.append(checks.boolean(checks.get(e, "control", f"{w}.control", False), f"{w}.control"))
-    return OpGraph.create(
+    calibration = _calibration(checks.get(data, "calibration", f"{source}: calibration", {}), source)
+    graph = OpGraph.create(
         name,
         names,
         types,
@@ -125,6 +131,25 @@ def from_json(data: object, source: str = "graph") -> OpGraph:
         edge_control=control,
         source=source,
     )
+    graph = graph.with_calibration(calibration) if calibration else graph
+    in_step = {
+        names[k]: checks.boolean(
+            checks.get(o, "in_step", f"{source}: ops[{k}].in_step", True), f"{source}: ops[{k}].in_step"
+        )
+        for k, o in enumerate(ops)
+    }
+    return graph.with_step_ops(np.array([in_step[n] for n in graph.names], dtype=bool))
+
+
+def _calibration(v: object, source: str) -> dict[str, float]:
+    """Checks the optional "calibration" object: seconds in [0, 1] by a known key."""
+    w = f"{source}: calibration"
+    out = {}
+    for k, x in checks.obj(v, w).items():
+        if k not in CALIBRATION_KEYS:
+            raise InputError(f"{w}: unknown key {k!r} (known: {', '.join(CALIBRATION_KEYS)})")
+        out[k] = checks.number(x, f"{w}.{k}", 0.0, 1.0)
+    return out
 
 
 def _op_fields(o: dict, w: str, cols: dict[str, int], cost_row: np.ndarray, out: tuple) -> str:

@@ -21,6 +21,11 @@ from placer.core.errors import InputError
 
 Shape = tuple[int, ...]  # -1 marks an unknown dimension.
 
+# Seconds measured on this machine's CPU when its op costs were profiled (graphs/costs_calibrate.py):
+# the tracer's floor taken off every profiled kernel time, the executor's time per op run, and the
+# extra time per tensor sent between two logical CPU devices.
+CALIBRATION_KEYS = ("cpu_trace_floor", "cpu_dispatch", "cpu_transfer_cost")
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class OpGraph:
@@ -46,6 +51,13 @@ class OpGraph:
       edge_dst: [m] int32, consumer index; edge_src < edge_dst.
       edge_bytes: [m] int64, bytes sent along the edge (0 for control edges).
       edge_control: [m] bool, True for control dependencies.
+      calibration: what was measured on the machine with the costs, seconds
+        by key (`CALIBRATION_KEYS`); empty when the costs were not profiled.
+        Not part of equality or the fingerprint.
+      in_step: [n] bool, False for ops a training step never runs (variable
+        initialisers, ops outside the train op's fan-in), which the simulator
+        charges no dispatch; None when unknown (every op runs). Set by costs
+        profiled on this machine; not part of equality or the fingerprint.
     """
 
     name: str
@@ -61,6 +73,8 @@ class OpGraph:
     edge_dst: np.ndarray
     edge_bytes: np.ndarray
     edge_control: np.ndarray
+    calibration: dict[str, float] = dataclasses.field(default_factory=dict)
+    in_step: np.ndarray | None = None
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -157,6 +171,19 @@ class OpGraph:
         """
         cost = np.array(compute_cost, dtype=np.float64).reshape(self.num_ops, len(device_types))
         return dataclasses.replace(self, device_types=tuple(device_types), compute_cost=cost)
+
+    def with_step_ops(self, in_step: np.ndarray | None) -> OpGraph:
+        """Returns a copy of this graph with [n] bool `in_step` (True: a training step runs the op; None: all)."""
+        mask = None if in_step is None else np.array(in_step, dtype=bool).reshape(self.num_ops)
+        return dataclasses.replace(self, in_step=None if mask is None or mask.all() else mask)
+
+    def step_weights(self) -> np.ndarray:
+        """[n] float64: 1.0 for ops a training step runs, 0.0 for the others (all 1.0 when unknown)."""
+        return np.ones(self.num_ops) if self.in_step is None else self.in_step.astype(np.float64)
+
+    def with_calibration(self, calibration: dict[str, float]) -> OpGraph:
+        """Returns a copy of this graph carrying `calibration` (seconds by `CALIBRATION_KEYS` key)."""
+        return dataclasses.replace(self, calibration={k: float(v) for k, v in calibration.items()})
 
     # ----- queries --------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """What the runtime adds to kernel times in the simulator (no TensorFlow).
 
 * Dispatch: every op pays its device's `dispatch` seconds (TF's executor
-  work per op, plus the kernel launch on a GPU), so a unit of n ops pays n.
+  work per op, plus the kernel launch on a GPU), so a unit of n ops pays n;
+  ops the graph marks outside the training step (`OpGraph.in_step`) pay none.
 * A shared executor thread (`Cluster.serial_executor`): TF with one inter-op
   thread runs the ops of all the devices of a process on that one thread, so
   logical CPU devices never compute at once.
@@ -20,9 +21,12 @@ LEVEL_OP = "op"  # every op scheduled on its own, its outputs sent when it ends
 LEVEL_GROUP = "group"  # a group's ops back to back, its outputs sent when the whole group ends
 
 
-def op_counts(units: Units) -> np.ndarray:
-    """[U] ops per unit (float, to scale a per-op dispatch)."""
-    return np.bincount(units.op_unit, minlength=units.num_units).astype(np.float64)
+def op_counts(units: Units, weights: np.ndarray | None = None) -> np.ndarray:
+    """[U] ops per unit (float, to scale a per-op dispatch); with [n_ops] `weights`, their sum per unit.
+
+    The simulator passes `OpGraph.step_weights()`: ops a step never runs pay no dispatch.
+    """
+    return np.bincount(units.op_unit, weights=weights, minlength=units.num_units).astype(np.float64)
 
 
 def serial_schedule(units: Units, dur: np.ndarray, need: np.ndarray, xt: np.ndarray) -> sched.Schedule:

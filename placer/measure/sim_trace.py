@@ -64,12 +64,14 @@ def op_trace(sim, units, dev_u, s, i, nbytes) -> dict:
     op_dev = dev_u[units.op_unit]
     col = np.maximum(sim.type_col[op_dev], 0)
     speed = sim.speed[op_dev]
-    # Ops before this one in its unit (index order), each with its dispatch.
+    # Ops of the step before this one in its unit (index order), each with its dispatch.
+    w = g.step_weights()
     order = np.lexsort((np.arange(g.num_ops), units.op_unit))
     first = np.searchsorted(units.op_unit[order], units.op_unit[order])
+    before = np.cumsum(w[order]) - w[order]  # step ops before each, in the sorted order
     rank = np.empty(g.num_ops)
-    rank[order] = np.arange(g.num_ops) - first
-    disp = sim.dispatch[op_dev]
+    rank[order] = before - before[first]
+    disp = sim.dispatch[op_dev] * w
     op_start = s.start[i][units.op_unit] + units.offset[np.arange(g.num_ops), col] / speed + rank * disp
     cost = np.nan_to_num(g.compute_cost[np.arange(g.num_ops), col]) if g.device_types else np.zeros(g.num_ops)
     op_finish = op_start + cost / speed + disp

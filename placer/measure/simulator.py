@@ -67,7 +67,7 @@ from placer.core.errors import InputError
 from placer.core.measurement import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
-from placer.measure import executor, fast, sim_trace
+from placer.measure import calibration, executor, fast, sim_trace
 from placer.measure import schedule as sched
 from placer.measure.memory import peak_memory, per_device_sum
 from placer.measure.sim_trace import SimResult
@@ -99,6 +99,8 @@ class Simulator:
         *,
         op_group: Sequence[int] | None = None,
     ):
+        # Graphs profiled on this machine carry its dispatch of that moment (placer/measure/calibration.py).
+        cluster = calibration.calibrated(cluster, graph)
         self.graph, self.cluster = graph, cluster
         self.num_devices = cluster.num_devices
         self.type_col = np.array(
@@ -247,8 +249,9 @@ class Simulator:
         """[U, D] seconds each unit computes on each device (NaN where a kernel is missing)."""
         tcol = np.maximum(self.type_col, 0)
         cost = np.where(self.type_col[None, :] >= 0, units.cost[:, tcol], np.nan)
-        # A unit of n ops pays n dispatches of its device, as its ops would one by one.
-        return cost / self.speed[None, :] + executor.op_counts(units)[:, None] * self.dispatch[None, :]
+        # A unit of n ops pays n dispatches of its device, as its ops would one by one (ops outside the step none).
+        runs = executor.op_counts(units, self.graph.step_weights())
+        return cost / self.speed[None, :] + runs[:, None] * self.dispatch[None, :]
 
     def _prepared(self, units: Units) -> fast.Prepared:
         if id(units) not in self._fast:  # the units stay alive in self._units

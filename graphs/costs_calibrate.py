@@ -1,0 +1,142 @@
+"""What the tracer and TF's executor add to every op on this machine's CPU, measured when costs are profiled.
+
+Profiled op costs (graphs/costs.py `profiled_costs`) come from FULL_TRACE
+steps, and tracing itself takes time inside every op's kernel window
+(timers, step-stats records): a scalar add whose kernel takes tens of
+nanoseconds traces at about 0.26 us. The executor's own work per op (taking
+it off the ready queue, preparing inputs, propagating outputs) lies outside
+that window and is the simulator's `dispatch`. Both are measured here, in the
+process and at the moment the costs are profiled, on chains of scalar ops
+(the chains bench/dispatch.py times), so the simulator does not depend on a
+constant measured on another day at another load:
+
+* `trace_floor`: the median kernel window of the chain's scalar ops in a
+  traced step; `profiled_costs` takes it off every profiled CPU cost.
+* `dispatch`: untraced seconds each op of a chain with a leaf per op adds to
+  a step (process CPU time, the slope between a chain of n links and one of
+  none).
+* `transfer_cost`: untraced seconds each cross-device edge adds, from a chain
+  alternating between two logical CPU devices against the plain chain.
+
+CPU time, not wall time: on a shared machine wall time also counts the time
+other jobs hold the cores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from graphs.tf_session import session_config
+
+CHAIN_LINKS = 150  # links of each calibration chain: 150 x 2 x ~0.3 us, far above the clock's resolution
+CHAIN_STEPS = 20  # timed steps per chain (median kept), after 5 warm-up steps
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """Per-op overheads of this machine's CPU under TF, seconds.
+
+    Attributes:
+      trace_floor: median kernel window of a traced scalar op.
+      dispatch: untraced time one op adds to a step, its scalar kernel included.
+      transfer_cost: untraced time one tensor sent between two logical CPU
+        devices adds (TF's _Send/_Recv pair), beyond the op's dispatch.
+    """
+
+    trace_floor: float
+    dispatch: float
+    transfer_cost: float
+
+    def as_dict(self) -> dict[str, float]:
+        """The OpGraph calibration entries (placer.core.op_graph.CALIBRATION_KEYS)."""
+        return {
+            "cpu_trace_floor": self.trace_floor,
+            "cpu_dispatch": self.dispatch,
+            "cpu_transfer_cost": self.transfer_cost,
+        }
+
+
+def chain_graph(n: int, devices: int, leaves: bool = False):
+    """A tf.Graph of a chain of `n` scalar AddV2 ops, op i on CPU i % devices; returns (graph, fetch).
+
+    With `leaves`, each AddV2's input also feeds a Neg op (2n ops in all), fetched through one NoOp:
+    every finished op then makes two ready, and the executor hands one to its pool, as in models.
+    """
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/device:CPU:0"):
+            x = tf.constant(1.0, name="x0")
+        side = []
+        for i in range(n):
+            with tf.device(f"/device:CPU:{i % devices}"):
+                if leaves:
+                    side.append(tf.raw_ops.Neg(x=x, name=f"leaf{i}"))
+                x = tf.raw_ops.AddV2(x=x, y=x, name=f"add{i}")
+        fetch = tf.group(x, *side) if leaves else x
+    return g, fetch
+
+
+def step_clocks(run, steps: int) -> tuple[float, float]:
+    """(median wall seconds, median CPU seconds of this process) per call of `run`, over `steps` calls.
+
+    CPU time counts every thread of the process (the inter-op thread runs the
+    ops) and leaves out the time other jobs hold the cores, which wall time
+    on a shared machine includes.
+    """
+    wall, cpu = [], []
+    for _ in range(steps):
+        w0, c0 = time.perf_counter(), time.process_time()
+        run()
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return float(np.median(wall)), float(np.median(cpu))
+
+
+def kernel_seconds(node_stats) -> float:
+    """Seconds of one op's kernel window in a traced step (op_start to op_end, nanosecond fields)."""
+    return max(node_stats.op_end_rel_nanos - node_stats.op_start_rel_nanos, 0) * 1e-9
+
+
+def _chain_cpu(n: int, devices: int, leaves: bool, steps: int, traced: bool = False) -> tuple[float, list[float]]:
+    """(median CPU seconds per untraced step, kernel windows of the chain's ops in traced steps) of one chain."""
+    g, fetch = chain_graph(n, devices, leaves)
+    windows: list[float] = []
+    with tf.compat.v1.Session(graph=g, config=session_config(devices, rewrite=False)) as sess:
+        for _ in range(5):
+            sess.run(fetch)
+        _, cpu = step_clocks(lambda: sess.run(fetch), steps)
+        for _ in range(3 if traced else 0):
+            md = tf.compat.v1.RunMetadata()
+            sess.run(fetch, options=tf.compat.v1.RunOptions(trace_level=3), run_metadata=md)
+            windows += [
+                kernel_seconds(ns)
+                for d in md.step_stats.dev_stats
+                for ns in d.node_stats
+                if ns.node_name.startswith(("add", "leaf"))
+            ]
+    return cpu, windows
+
+
+def measure(links: int = CHAIN_LINKS, steps: int = CHAIN_STEPS) -> Calibration:
+    """Measures the CPU's trace floor, dispatch and transfer cost now, in this process (about a second).
+
+    Args:
+      links: links of each chain.
+      steps: timed steps per chain.
+
+    Returns:
+      The calibration, seconds; negative slopes (noise) are clamped to 0.
+    """
+    empty, _ = _chain_cpu(0, 1, True, steps)
+    with_leaves, windows = _chain_cpu(links, 1, True, steps, traced=True)
+    plain, _ = _chain_cpu(links, 1, False, steps)
+    alternating, _ = _chain_cpu(links, 2, False, steps)
+    return Calibration(
+        trace_floor=float(np.median(windows)) if windows else 0.0,
+        dispatch=max((with_leaves - empty) / (2 * links), 0.0),
+        transfer_cost=max((alternating - plain) / links, 0.0),
+    )
