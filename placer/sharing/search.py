@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Hashable
 
 from graphs import local_cluster, pipeline
-from placer.core import atomic, heartbeat, stop
+from placer.core import atomic, fmt, heartbeat, stop
 from placer.core.errors import InputError, one_line
 from placer.sharing import allocators
 from placer.sharing import report as search_report
@@ -218,7 +218,7 @@ def run_policy(
             if now - last_print >= min(10 * epoch_s, heartbeat.EVERY_S):
                 last_print = now
                 log(
-                    f"[{policy} {now:6.1f} s] "
+                    f"[{policy} {fmt.seconds(now):>8}] "
                     + ", ".join(f"{s.name}: {len(s.slots)} slots, it {len(s.curve.losses)}" for s in active)
                 )
             if lockstep:
