@@ -14,7 +14,7 @@ import dataclasses
 import os
 import time
 
-from placer.core import grouping
+from placer.core import fmt, grouping
 from placer.core import io as graph_io
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
@@ -127,6 +127,6 @@ def summary(extracted: Extracted, target_groups: int | None, top_types: int, num
         "costs: " + (", ".join(graph.device_types) if graph.device_types else "none"),
     ]
     if extracted.seconds is not None:
-        lines.append(f"extraction time: {extracted.seconds:.2f} s")
-    lines.append(f"grouping time: {group_s:.2f} s")
+        lines.append(f"extraction time: {fmt.seconds(extracted.seconds)}")
+    lines.append(f"grouping time: {fmt.seconds(group_s)}")
     return lines

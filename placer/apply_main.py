@@ -31,7 +31,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from placer import cli
-from placer.core import atomic
+from placer.core import atomic, fmt
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
@@ -82,7 +82,7 @@ def main(argv: list[str]) -> None:
         f"graph: {graph.name} ({graph.num_ops} ops), placement: {_PLACEMENT.value} "
         f"({applied.placement.metadata.get('method', '?')}), devices: {', '.join(local)}"
     )
-    print(f"load, validate and apply: {applied.seconds:.3f} s")
+    print(f"load, validate and apply: {fmt.seconds(applied.seconds)}")
     result, summary, check = apply_lib.run_and_verify(
         applied, num_cpus, _STEPS.value, _WARMUP.value, _STRICT.value, _REWRITE.value
     )

@@ -26,7 +26,7 @@ def main(argv):
 
     from baselines import registry  # noqa: PLC0415
     from graphs import pipeline  # noqa: PLC0415
-    from placer.core import configs_util  # noqa: PLC0415
+    from placer.core import configs_util, fmt  # noqa: PLC0415
     from placer.measure.simulator import Simulator  # noqa: PLC0415
     from placer.rl import train_lib  # noqa: PLC0415
 
@@ -47,7 +47,7 @@ def main(argv):
         m = sim.measure([placement])[0]
         rows.append((name, m.step_time if m.ok else None, m.failure))
     print()
-    print(f"{'method':<12} {'step time (s)':>14} {'speedup vs expert':>18}")
+    print(f"{'method':<12} {'step time':>14} {'speedup vs expert':>18}")
     expert = dict((r[0], r[1]) for r in rows)["expert"]
     for row in rows:
         t = row[1]
@@ -55,7 +55,7 @@ def main(argv):
             print(f"{row[0]:<12} {'failed: ' + str(row[2] if len(row) > 2 else ''):>14}")
             continue
         speed = f"{expert / t:.2f}x" if expert else "-"
-        print(f"{row[0]:<12} {t:>14.4f} {speed:>18}")
+        print(f"{row[0]:<12} {fmt.seconds(t):>14} {speed:>18}")
     print(f"\nbest placement: {os.path.join(_WORKDIR.value, 'best_placement.json')}")
 
 

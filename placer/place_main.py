@@ -80,7 +80,7 @@ def main(argv):
     print(place_lib.table(result, baselines))
     print(
         f"{graph.name} on {cluster.name}: {fmt.seconds(result['step_time'])}, best of the greedy placement and "
-        f"{result['samples']} samples, in {result['seconds']:.2f} s of wall time; wrote {_OUT.value}"
+        f"{result['samples']} samples, in {fmt.seconds(result['seconds'])} of wall time; wrote {_OUT.value}"
     )
 
 

@@ -12,6 +12,10 @@ the closing comparison giving both SLAQ metrics against fair in words.
 `--trace=FILE` replays a recorded trace CSV instead of running searches
 (no TensorFlow), writing the same outputs and tables.
 
+With the in-process engine the run's clock counts epochs (`--lockstep`, on by
+default there): the same seeds give the same result. On Ray it is wall time
+(`--lockstep` turns the clock of epochs on there too).
+
 Example:
   placer-search --jobs=configs/searches/demo.py --slots=4 --policy=both --workdir=/tmp/search
   placer-search --trace=bench/data/stress_trace.csv --slots=16 --policy=all --workdir=/tmp/replay
@@ -69,10 +73,12 @@ _MEASURE = flags.DEFINE_enum(
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
 _LOCKSTEP = flags.DEFINE_bool(
     "lockstep",
-    False,
-    "Run on a clock of epochs instead of wall time: each epoch every search holding slots takes one iteration, "
-    "and each epoch counts --epoch_s seconds. Nothing then depends on thread timing: the same seeds give the same "
-    "result (without it, the slots a search holds at each iteration depend on how fast the threads ran).",
+    None,
+    "The run's clock. On (a clock of epochs): each epoch every search holding slots takes one iteration, the "
+    "epoch ends when all have, and each epoch counts --epoch_s seconds; nothing depends on thread timing, so the "
+    "same seeds give the same result. Off (wall time): searches iterate as fast as their slots measure, and the "
+    "slots a search holds at each iteration depend on how fast the threads ran, so runs differ slightly. "
+    "Default: on with --engine=inprocess, off with --engine=ray.",
 )
 _RESUME = flags.DEFINE_bool(
     "resume",
@@ -86,6 +92,11 @@ WRITES = ("run_state.json", *ALLOCATORS)  # what --workdir receives: the run's c
 
 def _policies() -> list[str]:
     return {"both": ["slaq", "fair"], "all": list(ALLOCATORS)}.get(_POLICY.value, [_POLICY.value])
+
+
+def _clock_is_epochs() -> bool:
+    """--lockstep as given, else the engine's clock: epochs in process (reproducible), wall time on Ray."""
+    return _LOCKSTEP.value if _LOCKSTEP.value is not None else _ENGINE.value == "inprocess"
 
 
 def main(argv):
@@ -159,7 +170,7 @@ def main(argv):
             loss=_LOSS.value,
             resume=_RESUME.value,
             measure=measure,
-            lockstep=_LOCKSTEP.value,
+            lockstep=_clock_is_epochs(),
             **sharing,
         )
 

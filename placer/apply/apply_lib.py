@@ -7,6 +7,7 @@ import time
 
 from placer.apply import devices as apply
 from placer.apply import run as apply_run
+from placer.core import fmt
 from placer.core.placement import Placement
 
 SHOW = 10  # moved ops listed on the terminal.
@@ -56,10 +57,10 @@ def _moves(title: str, moves: dict[str, tuple[str, str]], ran_as: dict[str, str]
 
 def result_lines(result, summary: dict, check) -> list[str]:
     """What `placer-apply` prints after the run: step time, per-device ops and busy time, what moved."""
-    lines = [f"step time: {result.step_time:.6f} s (median of {len(result.step_times)})"]
+    lines = [f"step time: {fmt.seconds(result.step_time)} (median of {len(result.step_times)})"]
     for name, s in summary.items():
         lines.append(
-            f"  {name:<16} {s['ops_placed']:>6} ops placed  {s['ops_traced']:>6} traced  busy {s['busy_s']:.6f} s"
+            f"  {name:<16} {s['ops_placed']:>6} ops placed  {s['ops_traced']:>6} traced  busy {fmt.seconds(s['busy_s'])}"
         )
     lines.append(
         f"verified: {check.checked} ops ran on their device; not traced: {len(check.not_in_step)} "

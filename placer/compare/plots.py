@@ -163,7 +163,7 @@ def plot_timeline(
     ax.invert_yaxis()
     ax.set_xlabel("time (s)")
     ax.set_xlim(0, end * 1.02)
-    step = f"step {result.step_time:.4g} s" if result.ok else f"failed: {result.failure}"
+    step = f"step {fmt.seconds(result.step_time)}" if result.ok else f"failed: {result.failure}"
     ax.set_title(f"{title} ({step})" if title else step)
     _save(fig, path)
 

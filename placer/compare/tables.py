@@ -105,12 +105,12 @@ def csv_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPER
         w.writerow(
             [
                 r.method,
-                _num(r.step_time, ".9g"),
+                _num(r.step_time, ""),  # full precision: shortest repr
                 r.failure or "",
                 _num(r.speedup_vs_reference, ".6g"),
                 _num(r.speedup_vs_single_gpu, ".6g"),
                 _num(r.ratio_to_lower_bound, ".6g"),
-                _num(r.place_seconds, ".6g"),
+                _num(r.place_seconds, ""),
                 " ".join(r.message.split()),
                 *(f"{x:.0f}" for x in r.peak_memory),
             ]

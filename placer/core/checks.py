@@ -16,17 +16,26 @@ import functools
 import json
 import math
 import os
+import re
 import sys
 import zlib
 from typing import IO
 
+import numpy as np
+
 from placer.core.errors import InputError
 
-# Nesting levels: the formats need 5. Python's parser stops near its recursion limit (1000 levels, less
-# the caller's stack), always past this many levels; deeper input is refused in one line, not a traceback.
+# Nesting levels of arrays and objects: the formats need 5. Counted before parsing, without recursion; the
+# parser then recurses once per level, and this many levels stay well inside Python's recursion limit (1000).
 MAX_JSON_DEPTH = 500
 DEFAULT_MAX_INPUT_MIB = 1024  # one input file's JSON text, decompressed (MiB); a 200k-op graph is well under 100.
 _READ_CHUNK = 1 << 20  # bytes of the file read at a time
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')  # bytes that neither delimit nor nest
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)  # a backslash and the character it escapes
+_LEVEL_STEP = np.zeros(256, np.int8)
+_LEVEL_STEP[list(b"[{")] = 1
+_LEVEL_STEP[list(b"]}")] = -1
+_DEPTH_CHUNK = 1 << 22  # quotes and brackets counted at a time (32 MiB per array of running counts)
 
 _cap = {"bytes": DEFAULT_MAX_INPUT_MIB << 20}  # the binaries' --max_input_mib sets it (placer/cli.py)
 
@@ -58,7 +67,11 @@ def _read_capped(f: IO[bytes], path: str, what: str, cap: int) -> bytearray:
     if out != b"\x1f\x8b":
         if os.fstat(f.fileno()).st_size > cap:  # a plain file over the cap is refused before it is read
             raise _too_big(path, what, cap)
-        out += f.read(cap + 1 - len(out))
+        while len(out) <= cap:  # in chunks: one read of cap + 1 bytes would reserve the whole cap
+            chunk = f.read(min(_READ_CHUNK, cap + 1 - len(out)))
+            if not chunk:
+                break
+            out += chunk
     else:
         inflate, pending, out = zlib.decompressobj(31), bytes(out), bytearray()
         while len(out) <= cap:
@@ -87,6 +100,35 @@ def _too_big(path: str, what: str, cap: int) -> InputError:
     )
 
 
+def nesting_depth(text: bytes | bytearray) -> int:
+    """How deep JSON text nests arrays and objects, counted in linear time without recursion.
+
+    A scalar is 0 levels deep, `[]` 1 and `{"a": [1]}` 2; brackets inside
+    strings do not count. Memory: a copy of the text where it holds
+    backslashes, one byte per quote and bracket, and 32 MiB arrays of
+    running counts.
+
+    Args:
+      text: UTF-8 JSON text (no ASCII byte occurs inside a multi-byte character).
+
+    Returns:
+      The deepest level reached (for text that is not JSON, some count: the
+      parser's own error then says what is wrong).
+    """
+    if b"\\" in text:
+        text = _ESCAPE.sub(b"", text)  # with the escapes gone, every quote opens or closes a string
+    marks = np.frombuffer(text.translate(None, _NOT_STRUCTURE), np.uint8)  # quotes and brackets, in order
+    quotes = level = deepest = 0
+    for start in range(0, len(marks), _DEPTH_CHUNK):
+        chunk = marks[start : start + _DEPTH_CHUNK]
+        quotes_so_far = np.cumsum(chunk == ord('"'), dtype=np.int64) + quotes
+        steps = np.where(quotes_so_far % 2 == 1, 0, _LEVEL_STEP[chunk])  # inside a string after an odd count
+        levels = np.cumsum(steps, dtype=np.int64) + level
+        quotes, level = int(quotes_so_far[-1]) % 2, int(levels[-1])
+        deepest = max(deepest, int(levels.max()))
+    return deepest
+
+
 def _unique_keys(path: str, pairs: list[tuple[str, object]]) -> dict:
     """A JSON object's dict; a key given twice is refused (json.loads would keep the last silently)."""
     d = dict(pairs)
@@ -104,8 +146,9 @@ def read_json(path: str, what: str) -> object:
 
     The JSON text may hold at most `max_input_bytes()` bytes after gzip
     (1 GiB unless --max_input_mib says otherwise; the file is read in chunks
-    and reading stops at the cap), nest no deeper than Python's parser goes
-    (always over MAX_JSON_DEPTH levels), and give each key of an object once.
+    and reading stops at the cap), nest arrays and objects at most
+    MAX_JSON_DEPTH (500) levels deep (counted before parsing, without
+    recursion; 500 levels load, 501 do not), and give each key of an object once.
 
     Args:
       path: the file.
@@ -123,6 +166,11 @@ def read_json(path: str, what: str) -> object:
         if isinstance(e, OSError) and e.errno is not None:
             raise _open_error(path, what, e) from None
         raise InputError(f"{path}: corrupt gzip {what} file ({' '.join(str(e).split())})") from None
+    depth = nesting_depth(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise InputError(
+            f"{path}: JSON nested {depth} levels deep, over the limit of {MAX_JSON_DEPTH} (these formats need 5)"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -136,8 +184,6 @@ def read_json(path: str, what: str) -> object:
         raise InputError(f"{path}: bad JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except ValueError:  # the only other ValueError of json.loads: an integer longer than Python converts
         raise InputError(f"{path}: bad JSON: a number of more than {sys.get_int_max_str_digits()} digits") from None
-    except RecursionError:
-        raise InputError(f"{path}: JSON nested too deep (over {MAX_JSON_DEPTH} levels; these formats need 5)") from None
 
 
 def _open_error(path: str, what: str, e: OSError) -> InputError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from placer.core import fmt
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.measurement import Measurement
@@ -42,7 +43,7 @@ def report_lines(m: Measurement, graph: OpGraph, cluster: Cluster, kind: str, le
     lines = [
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
         f"measure: {kind} ({level} level)",
-        f"step time: {m.step_time:.6f} s" if m.ok else f"failed ({m.failure}): {m.message}",
+        f"step time: {fmt.seconds(m.step_time)}" if m.ok else f"failed ({m.failure}): {m.message}",
     ]
     if m.flagged:
         lines.append(f"FLAGGED, step time not to be trusted: {m.flag}")
@@ -50,15 +51,15 @@ def report_lines(m: Measurement, graph: OpGraph, cluster: Cluster, kind: str, le
         busy = m.busy_time[d] if len(m.busy_time) > d else 0.0
         peak = m.peak_memory[d] if len(m.peak_memory) > d else 0.0
         lines.append(
-            f"  {dev.name:<16} busy {busy:.6f} s  peak memory {peak / 2**20:.1f} MiB "
+            f"  {dev.name:<16} busy {fmt.seconds(busy)}  peak memory {peak / 2**20:.1f} MiB "
             f"of {dev.memory_bytes / 2**20:.0f} MiB"
         )
     lines.append(f"bytes moved: {m.bytes_moved:.0f}")
     lb = bounds.lower_bound(graph, cluster)
     if m.ok and lb > 0:
-        lines.append(f"lower bound: {lb:.6f} s (step time / lower bound = {m.step_time / lb:.2f})")
+        lines.append(f"lower bound: {fmt.seconds(lb)} (step time / lower bound = {m.step_time / lb:.2f})")
     else:
-        lines.append(f"lower bound: {lb:.6f} s")
+        lines.append(f"lower bound: {fmt.seconds(lb)}")
     return lines
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from placer.core import fmt
 from placer.rl import rl_math, transfer_lib
 from placer.rl.learner import Setup
 from placer.rl.reinforce import Trainer
@@ -100,13 +101,15 @@ def apply_warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
         # so that one is measured (and counted) and recorded instead of the baseline's time.
         (m,) = trainer.measurer.measure([copy])
         step_time = m.step_time if m.failure is None else None
-        log(f"warm start: the groups mix the baseline's devices; their majority placement measures {m.step_time:.4f} s")
+        log(
+            f"warm start: the groups mix the baseline's devices; their majority placement measures {fmt.seconds(m.step_time)}"
+        )
     nll, taken, equal = trainer.warm_start(
         target[problem.leader], tc.warm_start_steps, tc.warm_start_learning_rate, step_time=step_time
     )
     method = placement.metadata.get("method")
     log(
-        f"warm start: imitated {method} ({step_time or float('inf'):.4f} s, recorded as the best at step 0) "
+        f"warm start: imitated {method} ({fmt.seconds(step_time or float('inf'))}, recorded as the best at step 0) "
         f"for {taken} steps, final NLL {nll:.3f}; the greedy placement {'equals' if equal else 'still differs from'} it"
         + ("" if equal else f" (step cap {tc.warm_start_steps})")
     )

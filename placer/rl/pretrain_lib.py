@@ -162,7 +162,7 @@ class Pretrainer:
             beat(
                 lambda s=stats: (
                     f"step {s['step']}/{steps}: {s['task']}, mean step time {fmt.seconds(s['mean_step_time'])}, "
-                    f"entropy {s['entropy']:.3f} nats; {time.time() - t0:.0f} s"
+                    f"entropy {s['entropy']:.3f} nats; {fmt.seconds(time.time() - t0)}"
                 )
             )
             if stats["step"] % every == 0:
@@ -203,5 +203,5 @@ def run(
         trainer.train(steps, progress=progress, max_seconds=max_seconds)
     wall = time.time() - t1
     summary = {"steps": int(trainer.step.numpy()), "train_seconds": wall, "prepare_seconds": t1 - t0, **record}
-    log(f"pretrained {summary['steps']} steps in {wall:.1f} s on {len(tasks)} tasks; policy in {workdir}")
+    log(f"pretrained {summary['steps']} steps in {fmt.seconds(wall)} on {len(tasks)} tasks; policy in {workdir}")
     return summary

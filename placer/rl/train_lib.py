@@ -101,7 +101,7 @@ def run(
     log(
         f"{graph.name}: {graph.num_ops} ops, {groups.num_groups} groups ({groups.num_leaders} placed, the rest "
         f"tied), {cluster.num_devices} devices ({cluster.name}), measure={config.measure} ({level} level), "
-        f"method={name}; prepared in {time.time() - t0:.1f} s"
+        f"method={name}; prepared in {fmt.seconds(time.time() - t0)}"
     )
     log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from))
     if init_from is not None and name == "seq2seq":
@@ -178,7 +178,7 @@ def _load(config, graph_path: str | None, log=print):
     loaded = pipeline.load_graph(
         cluster, config=None if graph_path else config, graph_path=graph_path, need_model=config.measure != "sim"
     )
-    log(f"{loaded.graph.name}: {loaded.graph.num_ops} ops loaded in {loaded.seconds:.1f} s")
+    log(f"{loaded.graph.name}: {loaded.graph.num_ops} ops loaded in {fmt.seconds(loaded.seconds)}")
     engine = measure_registry.open_engine(config.measure, **measure_registry.engine_options(config))
     measurer = measure_registry.make_measurer(
         config.measure, loaded.graph, cluster, model=loaded.model, engine=engine, owns_engine=True
@@ -223,12 +223,12 @@ def _log_result(summary: dict, last: dict, log) -> None:
     if best is not None:
         log(
             f"best step time {fmt.seconds(best)}, {best / lb:.2f}x the lower bound ({fmt.seconds(lb)}; 1x is the "
-            f"best possible); {summary['steps']} steps in {wall:.1f} s"
+            f"best possible); {summary['steps']} steps in {fmt.seconds(wall)}"
         )
     elif last:
         log(
             f"no placement ran: every sample failed ({', '.join(last.get('failures', [])) or 'unknown'}); "
-            f"{summary['steps']} steps in {wall:.1f} s"
+            f"{summary['steps']} steps in {fmt.seconds(wall)}"
         )
     else:  # stopped before its first step
         log(f"no step taken: nothing measured yet; {summary['steps']} steps")

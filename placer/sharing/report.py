@@ -210,10 +210,10 @@ def format_table(summary: dict) -> str:
     best_cell = (lambda x: _fmt(x, ".3g")) if summary.get("trace") else fmt.seconds
     rows = [
         [j["name"], j["status"], j["iterations"], best_cell(j["best_step_time"])]
-        + [_fmt(j["time_to"][k]) for k in keys]
+        + [fmt.seconds(j["time_to"][k]) for k in keys]
         for j in summary["jobs"]
     ]
-    rows.append(["mean", "", "", ""] + [_fmt(summary["mean_time_to"][k]) for k in keys])
+    rows.append(["mean", "", "", ""] + [fmt.seconds(summary["mean_time_to"][k]) for k in keys])
     best = "lowest loss" if summary.get("trace") else "best step time"
     table = tabulate.tabulate(
         rows, headers=["job", "status", "iters", best] + [f"t{k}" for k in keys], disable_numparse=True
@@ -222,9 +222,9 @@ def format_table(summary: dict) -> str:
     loss = f"trailing mean over {window} iterations of its loss" if window > 1 else "loss as recorded"
     lines = [
         f"policy {summary['policy']}: {len(summary['jobs'])} jobs on {summary['slots']} slots, "
-        f"epoch {summary['epoch_s']:g} s, {summary['wall_s']:.1f} s",
+        f"epoch {summary['epoch_s']:g} s, {fmt.seconds(summary['wall_s'])} in all",
         table,
-        f"t80%..t95%: seconds from a job's start until its {loss} first fell by 80/90/95% of its total "
+        f"t80%..t95%: time from a job's start until its {loss} first fell by 80/90/95% of its total "
         "reduction; '-' when it did not fall",
         f"average normalised quality: {_fmt(summary['average_quality'], '.3f')}",
     ]
@@ -255,11 +255,11 @@ def compare_to_fair(summaries: dict[str, dict]) -> str:
         mine = {j["name"]: j["time_to"]["90%"] for j in s["jobs"]}
         both = [n for n in mine if mine[n] is not None and fair90.get(n) is not None]
         t, f = (float(np.mean([d[n] for n in both])) if both else None for d in (mine, fair90))
-        delay = f"{_direction(t / f - 1, 'slower', 'sooner')} fair ({f:.1f} s)" if both and f else "-"
+        delay = f"{_direction(t / f - 1, 'slower', 'sooner')} fair ({fmt.seconds(f)})" if both and f else "-"
         q, fq = s["average_quality"], fair["average_quality"]
         quality = f"{_direction(q / fq - 1, 'higher', 'lower')} fair ({fq:.3f})" if q is not None and fq else "-"
         lines.append(
-            f"{name}: mean time to 90% {_fmt(t)} s, {delay}, over the {len(both)} jobs that reached 90% "
+            f"{name}: mean time to 90% {fmt.seconds(t)}, {delay}, over the {len(both)} jobs that reached 90% "
             f"under both; average normalised quality {_fmt(q, '.3f')}, {quality}"
         )
     return "\n".join(lines)
@@ -278,13 +278,13 @@ def write_outputs(
         for i in range(len(c.losses)):
             w.writerow(
                 [
-                    f"{c.times[i]:.4f}",
+                    repr(float(c.times[i])),
                     i,
                     repr(float(c.losses[i])),
                     repr(float(s[i])),
                     repr(float(c.best[i])),
                     c.slots[i],
-                    f"{c.seconds[i]:.4f}",
+                    repr(float(c.seconds[i])),
                 ]
             )
         atomic.write_text(os.path.join(folder, "curves", f"{c.name}.csv"), out.getvalue())
@@ -305,6 +305,6 @@ def write_outputs(
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["time_s", "job", "slots"])
     for t, job, n in allocations:
-        w.writerow([f"{t:.4f}", job, n])
+        w.writerow([repr(float(t)), job, n])
     atomic.write_text(os.path.join(folder, "allocations.csv"), out.getvalue())
     atomic.write_text(os.path.join(folder, "summary.json"), json.dumps(summary, indent=1))

@@ -203,3 +203,26 @@ class Search:
             self.slots = []
         self.engine.remove_job(self.name)
         self.wake.set()
+
+
+RUN_FILE = "run_state.json"  # the run's clock, epochs and allocations so far, rewritten every epoch
+
+
+def save_run(workdir: str, now: float, epochs: list, allocations: list) -> None:
+    """Writes the run's clock (seconds), epoch times and allocations (time, job, slots) to RUN_FILE."""
+    os.makedirs(workdir, exist_ok=True)
+    data = {"elapsed_s": now, "epochs": epochs, "allocations": allocations}
+    atomic.write_text(os.path.join(workdir, RUN_FILE), json.dumps(data))
+
+
+def load_run(workdir: str) -> tuple[float, list, list]:
+    """(seconds the killed run had run, its epoch times, its allocations); zeros if it wrote none."""
+    path = os.path.join(workdir, RUN_FILE)
+    if not os.path.exists(path):
+        return 0.0, [], []
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        return float(data["elapsed_s"]), list(data["epochs"]), [tuple(a) for a in data["allocations"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(f"{path}: cannot resume from it ({one_line(e)})") from None

@@ -16,6 +16,7 @@ the pool at once.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -24,9 +25,9 @@ import time
 from collections.abc import Callable, Hashable
 
 from graphs import local_cluster, pipeline
-from placer.core import atomic, heartbeat, stop
+from placer.core import fmt, heartbeat, stop
 from placer.core.errors import InputError, one_line
-from placer.sharing import allocators
+from placer.sharing import allocators, running
 from placer.sharing import report as search_report
 from placer.sharing.jobs import JobSpec, Workload
 from placer.sharing.running import Search
@@ -186,14 +187,15 @@ def run_policy(
     searches = [
         Search(p, engine, os.path.join(workdir, "jobs", p.spec.name), lock, wake, loss, resume) for p in prepared
     ]
-    elapsed, epochs, allocations = _load_run(workdir) if resume else (0.0, [], [])
+    elapsed, epochs, allocations = running.load_run(workdir) if resume else (0.0, [], [])
     t0 = time.monotonic() - elapsed
     clock = [elapsed]  # lockstep: the run's seconds, epoch_s per epoch
     if lockstep:
         for s in searches:
             s.lockstep_s = epoch_s
     run_t0 = (lambda: clock[0]) if lockstep else t0  # what the searches read the run's time from
-    last_print = -math.inf
+    beat = heartbeat.Heartbeat(min(10 * epoch_s, heartbeat.EVERY_S), log=log)  # on wall time, whatever the clock
+    beat.last = -math.inf  # the first epoch prints at once
     try:
         while True:
             now = clock[0] if lockstep else time.monotonic() - t0
@@ -212,17 +214,13 @@ def run_policy(
                 lock.notify_all()
             epochs.append(now)
             allocations.extend((now, s.name, len(s.slots)) for s in active)
-            _save_run(workdir, now, epochs, allocations)
+            running.save_run(workdir, now, epochs, allocations)
             if on_epoch is not None:
                 on_epoch(now, {s.name: len(s.slots) for s in active})
-            if now - last_print >= min(10 * epoch_s, heartbeat.EVERY_S):
-                last_print = now
-                log(
-                    f"[{policy} {now:6.1f} s] "
-                    + ", ".join(f"{s.name}: {len(s.slots)} slots, it {len(s.curve.losses)}" for s in active)
-                )
+            line = functools.partial(_progress_line, policy, now, active)
+            beat(line)
             if lockstep:
-                if _take_turns(active, lock, clock, now + epoch_s):
+                if _take_turns(active, lock, clock, now + epoch_s, functools.partial(beat, line)):
                     break
                 continue
             arrivals = [s.prep.spec.arrival_s - now for s in searches if s.status == "not started"]
@@ -250,8 +248,18 @@ def run_policy(
     return summary
 
 
-def _take_turns(active: list[Search], lock: threading.Condition, clock: list[float], end: float) -> bool:
+def _progress_line(policy: str, now: float, active: list[Search]) -> str:
+    its = ", ".join(f"{s.name}: {len(s.slots)} slots, it {len(s.curve.losses)}" for s in active)
+    return f"[{policy} {fmt.seconds(now):>8}] {its}"
+
+
+def _take_turns(
+    active: list[Search], lock: threading.Condition, clock: list[float], end: float, tick: Callable[[], object]
+) -> bool:
     """One lockstep epoch: each search holding slots takes one iteration; the clock then reads `end`.
+
+    `tick()` is called while the iterations run, so that an epoch longer than
+    the heartbeat's interval still prints progress lines.
 
     Returns:
       True when SIGINT or SIGTERM asked the run to stop (the iterations under way finish first).
@@ -266,6 +274,7 @@ def _take_turns(active: list[Search], lock: threading.Condition, clock: list[flo
             if stop.requested():
                 return True
             lock.wait(0.2)
+            tick()
     return stop.requested()
 
 
@@ -281,28 +290,6 @@ def _wait(wake: threading.Event, seconds: float) -> bool:
         if left <= 0 or wake.wait(min(left, 0.2)):
             return False
     return True
-
-
-RUN_FILE = "run_state.json"  # the run's clock, epochs and allocations so far, rewritten every epoch
-
-
-def _save_run(workdir: str, now: float, epochs: list, allocations: list) -> None:
-    os.makedirs(workdir, exist_ok=True)
-    data = {"elapsed_s": now, "epochs": epochs, "allocations": allocations}
-    atomic.write_text(os.path.join(workdir, RUN_FILE), json.dumps(data))
-
-
-def _load_run(workdir: str) -> tuple[float, list, list]:
-    """(seconds the killed run had run, its epoch times, its allocations); zeros if it wrote none."""
-    path = os.path.join(workdir, RUN_FILE)
-    if not os.path.exists(path):
-        return 0.0, [], []
-    try:
-        with open(path) as f:
-            data = json.load(f)
-        return float(data["elapsed_s"]), list(data["epochs"]), [tuple(a) for a in data["allocations"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise InputError(f"{path}: cannot resume from it ({one_line(e)})") from None
 
 
 def check_workdir(workdir: str, policies: list[str]) -> None:
