@@ -16,8 +16,8 @@ the 200,000-op graph 239 of 256 groups), which then holds 94% of the graph.
 The cluster is that bench's 4 GPUs and a CPU with 32 GB GPUs instead of 16:
 the graph holds 100 GB of variables (0 to 1 MB per op), so on 16 GB GPUs
 every placement that spreads the ops evenly runs out of memory (24.6 GB per
-GPU for metis or m_topo, about 20 GB per device for a uniform policy's
-samples). Writes a section of BENCHMARKS.md.
+GPU for metis or m_topo, 15 to 26 GB per device for uniform samples over
+the GPUs and the CPU). Writes a section of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -161,11 +161,12 @@ def main() -> int:
         f"compiles it once (about 9 s of CPU). placer-train's warm start leaves out the list-scheduling baselines "
         f"above 50,000 ops (`config.placer.train.warm_start_list_scheduling_max_ops`).\n\n"
         f"Why this graph and cluster: on bench/baselines.py's 16 GB GPUs the graph's 100 GB of variables do not "
-        f"fit when spread over the GPUs (24.6 GB per GPU for metis or m_topo, about 20 GB per device for the "
-        f"first step's uniform samples), so every sample ran out of memory, for real; and with that bench's 2% "
-        f"of CPU-only ops spread uniformly, nearly every group of about 800 ops holds one and may only go to the "
-        f"CPU (239 of 256 groups), an artefact of grouping ops whose kernels differ, which also left every "
-        f"sample out of memory on the CPU.\n\n"
+        f"fit when spread over the GPUs (24.6 GB per GPU for metis or m_topo; 15 to 26 GB per device for uniform "
+        f"samples over the 4 GPUs and the CPU), so a first step there runs out of memory for real. The earlier "
+        f"runs' samples failed before that: with that bench's 2% of CPU-only ops spread uniformly, nearly every "
+        f"group of about 800 ops holds one and may only go to the CPU (239 of 256 groups), which then held 94% "
+        f"of the graph, over its 64 GB; an artefact of grouping ops whose kernels differ, not of the memory "
+        f"model.\n\n"
         f"Target: each within {LIMIT_S:.0f} s and {LIMIT_BYTES / 2**30:.0f} GiB of peak resident memory.\n\n{table}\n"
     )
     if not args.nowrite:
