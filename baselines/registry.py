@@ -52,6 +52,10 @@ METHODS: dict[str, Callable[..., Placement]] = {
 # `budget=`, the number of placements they may measure).
 MEASURED = frozenset({"random_search", "local_search"})
 
+# The list-scheduling baselines (Baechi's m_topo, m_etf and m_sct): they schedule the graph op by
+# op, the slowest of the others by 3-20x on large graphs (BENCHMARKS.md, "Baseline placement time").
+LIST_SCHEDULING = frozenset({"m_topo", "m_etf", "m_sct"})
+
 
 def names() -> list[str]:
     """Returns the registered baseline names, in registry order."""

@@ -133,10 +133,13 @@ def parse_spec(spec: str) -> OpGraph:
     return generate(parts[1], int(parts[2]), int(parts[3]))
 
 
-def layered_graph(n: int, width: int = 100, fan_in: int = 2, seed: int = 0, local_colocation: bool = False) -> OpGraph:
+def layered_graph(
+    n: int, width: int = 100, fan_in: int = 2, seed: int = 0, local_colocation: bool = False, cpu_only: float = 0.02
+) -> OpGraph:
     """A random layered DAG: `width` ops per layer, each fed by `fan_in` ops of the layer before.
 
-    GPU costs uniform in [10 us, 1 ms], CPU 5-20x slower, 2% of ops CPU-only,
+    GPU costs uniform in [10 us, 1 ms], CPU 5-20x slower, a share `cpu_only` of
+    ops (2% by default) CPU-only, spread uniformly over the graph,
     5% in 50 colocation sets, outputs and variables up to 1 MB, edges 1 kB-1 MB.
     With `local_colocation`, the colocated 5% form pairs of neighbours in one
     layer instead (as TF colocates a variable with its read op), rather than
@@ -152,7 +155,7 @@ def layered_graph(n: int, width: int = 100, fan_in: int = 2, seed: int = 0, loca
             edges.append((names[lo + j], names[i], int(rng.integers(1000, 10**6))))
     gpu = rng.uniform(1e-5, 1e-3, n)
     cpu = gpu * rng.uniform(5, 20, n)
-    gpu[rng.random(n) < 0.02] = np.nan
+    gpu[rng.random(n) < cpu_only] = np.nan  # one draw per op whatever the share: the rest stays the same
     coloc = [f"set{rng.integers(50)}" if rng.random() < 0.05 else "" for _ in range(n)]
     if local_colocation:
         coloc = [""] * n

@@ -206,14 +206,16 @@ class OpGraph:
         return self.compute_cost[:, self.device_types.index(device_type)]
 
     def fingerprint(self) -> str:
-        """A hash of op names, types and edges, so placements match their graph."""
-        h = hashlib.sha256()
-        for n, t in zip(self.names, self.types, strict=True):
-            h.update(f"{n}\x00{t}\x01".encode())
-        h.update(self.edge_src.astype("<i4").tobytes())
-        h.update(self.edge_dst.astype("<i4").tobytes())
-        h.update(self.edge_control.astype("u1").tobytes())
-        return h.hexdigest()[:16]
+        """A hash of op names, types and edges, so placements match their graph (computed once per graph)."""
+        cached = self.__dict__.get("_fingerprint")  # the graph is immutable; a 200k-op one takes 0.2 s to hash
+        if cached is None:
+            h = hashlib.sha256()
+            h.update("".join(f"{n}\x00{t}\x01" for n, t in zip(self.names, self.types, strict=True)).encode())
+            h.update(self.edge_src.astype("<i4").tobytes())
+            h.update(self.edge_dst.astype("<i4").tobytes())
+            h.update(self.edge_control.astype("u1").tobytes())
+            cached = self.__dict__["_fingerprint"] = h.hexdigest()[:16]
+        return cached
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, OpGraph):

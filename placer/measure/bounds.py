@@ -20,7 +20,6 @@ device d (NaN costs excluded), and t*(v) = min_d t(v, d). Then
 
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
 
 from placer.core.cluster import Cluster
@@ -47,6 +46,11 @@ def op_min_times(graph: OpGraph, cluster: Cluster) -> np.ndarray:
 def critical_path(graph: OpGraph, op_time: np.ndarray) -> float:
     """Returns the longest path in seconds, each op taking `op_time`, edges free.
 
+    One pass over the edges in the order of their consumers: the graph is
+    topologically ordered, so every edge into an op's producer comes before
+    the edges out of it (linear time; networkx's longest path built a graph
+    object of every edge first, 9 s of a 200,000-op graph's 10).
+
     Args:
       graph: the op graph (topologically ordered: edges go to higher indices).
       op_time: [n_ops] seconds per op.
@@ -54,14 +58,14 @@ def critical_path(graph: OpGraph, op_time: np.ndarray) -> float:
     if graph.num_ops == 0:
         return 0.0
     t = np.asarray(op_time, dtype=np.float64)
-    # Node weights as edge weights: every edge into v weighs t[v], and a source feeds every op.
-    g = nx.DiGraph()
-    source = -1
-    g.add_weighted_edges_from((source, v, t[v]) for v in range(graph.num_ops))
-    g.add_weighted_edges_from(
-        (u, v, t[v]) for u, v in zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), strict=True)
-    )
-    return float(nx.dag_longest_path_length(g, weight="weight"))
+    order = np.argsort(graph.edge_dst, kind="stable")
+    start = [0.0] * graph.num_ops  # seconds: the latest finish of an op's producers
+    times = t.tolist()
+    for u, v in zip(graph.edge_src[order].tolist(), graph.edge_dst[order].tolist(), strict=True):
+        finish = start[u] + times[u]
+        if finish > start[v]:
+            start[v] = finish
+    return float((np.asarray(start) + t).max())
 
 
 def lower_bound(graph: OpGraph, cluster: Cluster) -> float:

@@ -103,7 +103,8 @@ def run(
         f"tied), {cluster.num_devices} devices ({cluster.name}), measure={config.measure} ({level} level), "
         f"method={name}; prepared in {fmt.seconds(time.time() - t0)}"
     )
-    log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from))
+    skipped = skips_list_scheduling(placer.train.warm_start, graph.num_ops, placer.train)
+    log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from, skipped))
     if init_from is not None and name == "seq2seq":
         log(f"policy from {init_from}: {transfer_lib.trained_on(transfer_lib.read_description(init_from))}")
     budget = max_placements or steps * int(placer.train.samples_per_step)
@@ -130,19 +131,41 @@ def run(
     return summary
 
 
-def start_line(warm_start: str, resume: bool, init_from: str | None) -> str:
+def start_line(warm_start: str, resume: bool, init_from: str | None, skipped_above: int = 0) -> str:
     """What a run starts from: a warm start (the baselines it imitates) or none, a resumed or a pretrained policy.
+
+    `skipped_above` > 0: the warm start left out the list-scheduling baselines
+    because the graph has more ops than that (`skips_list_scheduling`).
 
     >>> start_line("", False, None), start_line("expert", True, None)
     ('warm start: off (uniform policy)', 'warm start: off (resumed from the checkpoint)')
+    >>> start_line("all", False, None, 50000)
+    'warm start: on, imitating the fastest of all (list scheduling skipped above 50,000 ops)'
     """
     if resume:
         return "warm start: off (resumed from the checkpoint)"
     if init_from is not None:
         return f"warm start: off (policy from --init_from={init_from})"
     if warm_start:
-        return f"warm start: on, imitating the fastest of {warm_start}"
+        skipped = f" (list scheduling skipped above {skipped_above:,} ops)" if skipped_above else ""
+        return f"warm start: on, imitating the fastest of {warm_start}{skipped}"
     return "warm start: off (uniform policy)"  # none asked, or none of the baselines ran
+
+
+def skips_list_scheduling(methods: str, num_ops: int, train_config) -> int:
+    """The op count above which a warm start of "all" leaves out the list-scheduling baselines, when it does.
+
+    Args:
+      methods: the warm start's baselines (`config.placer.train.warm_start`).
+      num_ops: ops in the graph.
+      train_config: `config.placer.train`; its `warm_start_list_scheduling_max_ops`
+        (0 or absent = never skip) is the threshold.
+
+    Returns:
+      The threshold in ops when `methods` is "all" and the graph is larger, else 0.
+    """
+    limit = int(train_config.get("warm_start_list_scheduling_max_ops", 0) or 0)
+    return limit if methods.strip() == "all" and 0 < limit < num_ops else 0
 
 
 def prepare_problem(graph, cluster, placer_config, measurer, seed: int, log=print):
@@ -156,9 +179,12 @@ def prepare_problem(graph, cluster, placer_config, measurer, seed: int, log=prin
       (Problem, Grouping, (step time s, Placement) of the warm start or None).
     """
     warm = None
-    if placer_config.train.warm_start:
-        log(f"warm start: placing and measuring {placer_config.train.warm_start}")
-        warm = best_baseline(graph, cluster, measurer, placer_config.train.warm_start, seed, log)
+    methods = placer_config.train.warm_start
+    if methods:
+        skipped = skips_list_scheduling(methods, graph.num_ops, placer_config.train)
+        why = f" (list scheduling skipped above {skipped:,} ops)" if skipped else ""
+        log(f"warm start: placing and measuring {methods}{why}")
+        warm = best_baseline(graph, cluster, measurer, methods, seed, log, skip_list_scheduling=bool(skipped))
     log(f"grouping {graph.num_ops} ops (target {placer_config.grouping.get('target_groups', 0)} groups)")
     problem, groups = problem_lib.make_problem(
         graph, cluster, placer_config, op_colors=None if warm is None else warm[1].devices
@@ -234,16 +260,19 @@ def _log_result(summary: dict, last: dict, log) -> None:
         log(f"no step taken: nothing measured yet; {summary['steps']} steps")
 
 
-def best_baseline(graph, cluster, measurer, methods: str, seed: int, log=print):
+def best_baseline(graph, cluster, measurer, methods: str, seed: int, log=print, skip_list_scheduling: bool = False):
     """The fastest of the named baselines (comma-separated, or "all": every registered one that does not
     itself search by measuring, single_gpu included) as measured by `measurer`.
+
+    With `skip_list_scheduling`, "all" leaves out baseline_registry.LIST_SCHEDULING.
 
     Returns:
       (step time in seconds, Placement), or None when none of them ran.
     """
     placements = []
     if methods.strip() == "all":
-        names = [n for n in baseline_registry.names() if n not in baseline_registry.MEASURED]
+        left_out = baseline_registry.MEASURED | (baseline_registry.LIST_SCHEDULING if skip_list_scheduling else set())
+        names = [n for n in baseline_registry.names() if n not in left_out]
     else:
         names = [n.strip() for n in methods.split(",") if n.strip()]
     for name in names:
