@@ -74,10 +74,6 @@ class PlacementPolicy(keras.Model):
         self.attention_w = keras.layers.Dense(hidden_size, use_bias=False, kernel_initializer=init)
         self.combine = keras.layers.Dense(hidden_size, activation="tanh", kernel_initializer=init)
         self.output_layer = keras.layers.Dense(num_devices, kernel_initializer=init)
-        # The decoder's weights are used directly (see `_input_gates`), never by calling these layers.
-        self.device_embedding.build((None,))
-        self.decoder.build((None, None, device_embedding_size + hidden_size))
-        self.attention_w.build((None, hidden_size))
 
     # ----- pieces ---------------------------------------------------------
 
@@ -102,6 +98,8 @@ class PlacementPolicy(keras.Model):
         costs G H^2 multiply-adds instead of K T H^2 (the same product, summed in
         another order).
         """
+        if not self.attention_w.built:
+            self.attention_w.build((None, self.hidden_size))
         return tf.matmul(enc[0], self.attention_w.kernel, transpose_b=True)
 
     def _logits(self, dec: tf.Tensor, enc: tf.Tensor, keys: tf.Tensor) -> tf.Tensor:
@@ -122,8 +120,11 @@ class PlacementPolicy(keras.Model):
         per group rather than once per sample (bias included), and the device part
         is a table of D + 1 rows.
         """
+        e = self.device_embedding.output_dim
+        if not self.decoder.built:  # built here, after the encoder, as calling the layers did: same weights per seed
+            self.device_embedding.build((None,))
+            self.decoder.build((None, None, e + self.hidden_size))
         cell = self.decoder.cell
-        e = self.device_embedding.embeddings.shape[-1]
         per_device = tf.matmul(self.device_embedding.embeddings, cell.kernel[:e])
         per_group = tf.matmul(enc[0], cell.kernel[e:]) + cell.bias
         return per_device, per_group
