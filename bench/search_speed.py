@@ -135,7 +135,9 @@ def bench_policy(graph, cluster, config, steps: int) -> tuple[list[str], float]:
     from placer.measure.simulator import Simulator  # noqa: PLC0415
     from placer.rl import problem as problem_lib  # noqa: PLC0415
     from placer.rl import reinforce  # noqa: PLC0415
+    from placer.rl.run_files import seed_everything  # noqa: PLC0415
 
+    seed_everything(0)  # deterministic kernels, as placer-train runs them
     problem, _ = problem_lib.make_problem(graph, cluster, config.placer)
     sim = Simulator(graph, cluster)
     trainer = reinforce.Trainer(problem, sim, config.placer, tempfile.mkdtemp(prefix="search_speed_"))
@@ -170,7 +172,7 @@ def bench_policy(graph, cluster, config, steps: int) -> tuple[list[str], float]:
     return [
         f"Seq2seq policy (configs/nmt.py: {problem.num_groups} groups, hidden size {config.placer.policy.hidden_size}, "
         f"{tc.algorithm} with {tc.get('epochs_per_batch', 1)} epochs per batch), {k} samples per step, "
-        f"medians of {steps} steps after one untimed:",
+        f"medians of {steps} steps after one untimed, TF op determinism on (as placer-train runs):",
         "",
         "| time | sampling ms per placement | update ms per placement | policy ms per placement |",
         "|---|---|---|---|",
