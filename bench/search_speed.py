@@ -62,7 +62,7 @@ def bench_simulator(graph, cluster, repeats: int, batch: int) -> tuple[list[str]
     from placer.measure.simulator import Simulator  # noqa: PLC0415
 
     sim = Simulator(graph, cluster)
-    space = search._Space(graph, cluster, None, 256)
+    space = search.Space(graph, cluster, None, 256)
     dev = space.devices(space.random(np.random.default_rng(0), batch))
     sim.run(dev[:2])  # compile
     rows, fig = [], {}
