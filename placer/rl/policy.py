@@ -91,9 +91,20 @@ class PlacementPolicy(keras.Model):
         x = self.input_proj(x[tf.newaxis])
         return self.encoder_proj(self.encoder(x))
 
-    def _logits(self, dec: tf.Tensor, enc: tf.Tensor) -> tf.Tensor:
-        """Bounded logits from decoder states [K, T, H] and encoder states [1, G, H] -> [K, T, D]."""
-        scores = tf.einsum("kth,gh->ktg", self.attention_w(dec), enc[0])
+    def _keys(self, enc: tf.Tensor) -> tf.Tensor:
+        """Attention keys [G, H]: the encoder states through the attention matrix, once per call.
+
+        Luong's "general" score dec W enc^T is computed as dec (enc W^T)^T, which
+        costs G H^2 multiply-adds instead of K T H^2 (the same product, summed in
+        another order).
+        """
+        if not self.attention_w.built:
+            self.attention_w.build((None, self.hidden_size))
+        return tf.matmul(enc[0], self.attention_w.kernel, transpose_b=True)
+
+    def _logits(self, dec: tf.Tensor, enc: tf.Tensor, keys: tf.Tensor) -> tf.Tensor:
+        """Bounded logits from decoder states [K, T, H], encoder states [1, G, H] and keys [G, H] -> [K, T, D]."""
+        scores = tf.einsum("kth,gh->ktg", dec, keys)
         context = tf.einsum("ktg,gh->kth", tf.nn.softmax(scores, axis=-1), enc[0])
         logits = self.output_layer(self.combine(tf.concat([dec, context], axis=-1)))
         logits = logits / self.temperature
@@ -101,12 +112,39 @@ class PlacementPolicy(keras.Model):
             logits = self.tanh_constant * tf.tanh(logits)
         return logits
 
-    def _decoder_inputs(self, enc: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
-        """Decoder inputs [K, G, E+H]: the previous group's device and this group's encoding."""
+    def _input_gates(self, enc: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """The decoder LSTM's input part, split by input: ([D + 1, 4H] per previous device, [G, 4H] per group).
+
+        The decoder's input is [device embedding, group encoding]; the encoding is
+        the same for all K samples, so its product with the kernel is taken once
+        per group rather than once per sample (bias included), and the device part
+        is a table of D + 1 rows.
+        """
+        e = self.device_embedding.output_dim
+        if not self.decoder.built:  # built here, after the encoder, as calling the layers did: same weights per seed
+            self.device_embedding.build((None,))
+            self.decoder.build((None, None, e + self.hidden_size))
+        cell = self.decoder.cell
+        per_device = tf.matmul(self.device_embedding.embeddings, cell.kernel[:e])
+        per_group = tf.matmul(enc[0], cell.kernel[e:]) + cell.bias
+        return per_device, per_group
+
+    def _cell(self, z_in: tf.Tensor, h: tf.Tensor, c: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """One LSTM step from the input gates [K, 4H]: Keras's gate order (i, f, g, o), sigmoid and tanh."""
+        z = z_in + tf.matmul(h, self.decoder.cell.recurrent_kernel)
+        i, f, g, o = tf.split(z, 4, axis=-1)
+        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+        return tf.sigmoid(o) * tf.tanh(c), c
+
+    def _decode(self, enc: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+        """Decoder states [K, G, H] with the devices `actions` [K, G] fed back (teacher forcing)."""
         k = tf.shape(actions)[0]
         prev = tf.concat([tf.fill([k, 1], self.num_devices), actions[:, :-1]], axis=1)
-        enc_k = tf.repeat(enc, k, axis=0)
-        return tf.concat([self.device_embedding(prev), enc_k], axis=-1)
+        per_device, per_group = self._input_gates(enc)
+        z_in = tf.gather(per_device, tf.transpose(prev)) + per_group[:, tf.newaxis]  # [G, K, 4H]
+        zeros = tf.zeros([k, self.hidden_size])
+        hs, _ = tf.scan(lambda state, z: self._cell(z, *state), z_in, initializer=(zeros, zeros))
+        return tf.transpose(hs, [1, 0, 2])
 
     # ----- public API -------------------------------------------------------
 
@@ -130,8 +168,7 @@ class PlacementPolicy(keras.Model):
         """
         actions = tf.convert_to_tensor(actions, tf.int32)
         enc = self.encode(type_ids, features)
-        dec, _, _ = self.decoder(self._decoder_inputs(enc, actions))
-        logits = self._logits(dec, enc)
+        logits = self._logits(self._decode(enc, actions), enc, self._keys(enc))
         if mask_bias is not None:
             logits += tf.cast(mask_bias, tf.float32)[tf.newaxis]
         logp = tf.nn.log_softmax(logits, axis=-1)
@@ -148,17 +185,17 @@ class PlacementPolicy(keras.Model):
     @tf.function(reduce_retracing=True)
     def _sample(self, type_ids, features, mask_bias, leader, num_samples, noise_std, greedy, seed):
         enc = self.encode(type_ids, features)
+        keys = self._keys(enc)
+        per_device, per_group = self._input_gates(enc)
         g = tf.shape(type_ids)[0]
         k = num_samples
-        cell = self.decoder.cell
         h = tf.zeros([k, self.hidden_size])
         c = tf.zeros([k, self.hidden_size])
         prev = tf.fill([k], self.num_devices)
         out = tf.TensorArray(tf.int32, size=g, clear_after_read=False, element_shape=tf.TensorShape([None]))
         for t in tf.range(g):
-            x = tf.concat([self.device_embedding(prev), tf.repeat(enc[:, t], k, axis=0)], axis=-1)
-            dec, (h, c) = cell(x, [h, c])
-            logits = self._logits(dec[:, tf.newaxis], enc)[:, 0]
+            h, c = self._cell(tf.gather(per_device, prev) + per_group[t], h, c)
+            logits = self._logits(h[:, tf.newaxis], enc, keys)[:, 0]
             logits += noise_std * tf.random.stateless_normal(tf.shape(logits), seed=seed + [t, 0])
             logits += mask_bias[t][tf.newaxis]
             sampled = tf.random.stateless_categorical(logits, 1, seed=seed + [0, t], dtype=tf.int32)[:, 0]
