@@ -14,6 +14,8 @@ import pytest
 
 from tests.cli import ROOT
 
+pytest_plugins = ["tests.subprocess_count"]  # PLACER_COUNT_SUBPROCESSES=path counts the processes tests start
+
 # Binaries run in this process (tests/binaries.py) share its TensorFlow, whose C++ log level is fixed when
 # TF loads: keep it at errors-off, as tests.cli.run_module does for a fresh process, so that a native
 # line such as "failed call to cuInit" does not reach a binary's captured stderr.
