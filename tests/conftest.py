@@ -58,3 +58,19 @@ def _op_determinism_off_after_each_test():
         from tensorflow.python.framework import config as tf_config  # noqa: PLC0415 (no public switch off)
 
         tf_config.disable_op_determinism()
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """One real local Ray cluster for the whole run: 2 CPUs and 4 measurement slots ("placer_slot").
+
+    Every Ray test shares it (starting one takes seconds); a RayEngine made
+    while it runs uses it rather than starting its own, and removes its actors
+    when it closes, so tests leave no actor behind for the next one.
+    """
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
+    from placer.measure.ray_pool import RESOURCE  # noqa: PLC0415
+
+    ray.init(num_cpus=2, resources={RESOURCE: 4}, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
