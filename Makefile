@@ -17,13 +17,16 @@ $(VENV)/.installed: setup.py $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python -m placer.demo
 
+# Two pytest workers (pytest-xdist), one per core of a 2-core machine; tests of one xdist_group share a worker.
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
 test: $(VENV)/.installed
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q --durations=15 tests
+	$(PYTEST) --durations=15 tests
 
 test-quick: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "not slow" tests
+	$(PYTEST) -m "not slow" tests
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m bench.run_all
