@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from tests.cli import ROOT
-from tests.sharing.test_replay import write_trace
+from tests.sharing.test_replay import _trace
 
 LIGHT = [
     "placer.core.op_graph",
@@ -66,7 +66,7 @@ assert not [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras',
 
 def test_light_modules_baselines_models_import_and_trace_replay_do_not_load_tensorflow(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    argv = [sys.executable, "-c", CODE, write_trace(tmp_path), str(tmp_path / "out")]
+    argv = [sys.executable, "-c", CODE, _trace(tmp_path), str(tmp_path / "out")]
     r = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "nmt" in r.stdout

@@ -22,7 +22,7 @@ b,0,4,0,1,,
 """
 
 
-def write_trace(tmp_path) -> str:
+def _trace(tmp_path) -> str:
     """Writes TRACE into `tmp_path`; returns the file's path."""
     p = tmp_path / "trace.csv"
     p.write_text(TRACE)
@@ -32,7 +32,7 @@ def write_trace(tmp_path) -> str:
 def test_replay_writes_a_live_runs_outputs(tmp_path):
     # That the replay imports no TensorFlow is checked in a fresh process by tests/test_light_imports.py.
     out = tmp_path / "out"
-    args = [f"--trace={write_trace(tmp_path)}", "--slots=4", "--epoch_s=1", "--policy=all", f"--workdir={out}"]
+    args = [f"--trace={_trace(tmp_path)}", "--slots=4", "--epoch_s=1", "--policy=all", f"--workdir={out}"]
     r = binaries.run("placer.search_main", *args)
     assert r.returncode == 0, r.stderr
     assert "\nslaq-safe: mean time to 90%" in r.stdout and "\nfair-static: mean time to 90%" in r.stdout
