@@ -17,8 +17,9 @@ $(VENV)/.installed: setup.py $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python -m placer.demo
 
-# Two pytest workers (pytest-xdist), one per core of a 2-core machine; tests of one xdist_group share a worker.
-PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadgroup
+# Two pytest workers (pytest-xdist), one per core of a 2-core machine. --dist loadscope keeps a module's
+# tests in one worker, so that its module fixtures (some start a process or train a policy) are built once.
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadscope
 
 test: $(VENV)/.installed
 	$(BIN)/lint-imports --no-cache

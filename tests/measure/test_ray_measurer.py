@@ -14,9 +14,6 @@ from placer.measure import registry
 from placer.measure.ray_pool import RayEngine
 from tests.inprocess import call
 
-# The Ray tests share one worker under pytest-xdist, and so one local Ray cluster (tests/conftest.py).
-pytestmark = pytest.mark.xdist_group("ray")
-
 # The tiny NMT (815 ops) grouped into few groups with a small policy, so a step is quick; no warm start,
 # so the first placements measured are the first step's samples.
 TINY = [

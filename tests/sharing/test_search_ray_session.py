@@ -17,9 +17,6 @@ from placer.testing.workloads import write_workload  # noqa: E402
 from tests import binaries  # noqa: E402
 from tests.sharing.test_search_ray import run_fair_killing_slot_0  # noqa: E402
 
-# The Ray tests share one worker under pytest-xdist, and so one local Ray cluster (tests/conftest.py).
-pytestmark = pytest.mark.xdist_group("ray")
-
 DEMO = "configs/searches/demo.py:session"  # tiny RNNLM and NMT on "local:2", 4 iterations each
 
 
