@@ -17,17 +17,13 @@ $(VENV)/.installed: setup.py $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python -m placer.demo
 
-# Two pytest workers (pytest-xdist), one per core of a 2-core machine. --dist loadscope keeps a module's
-# tests in one worker, so that its module fixtures (some start a process or train a policy) are built once.
-PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadscope
-
 test: $(VENV)/.installed
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check .
-	$(PYTEST) --durations=15 tests
+	$(BIN)/python -m pytest -q --durations=15 tests
 
 test-quick: $(VENV)/.installed
-	$(PYTEST) -m "not slow" tests
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m bench.run_all

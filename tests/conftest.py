@@ -62,7 +62,7 @@ def _op_determinism_off_after_each_test():
 
 @pytest.fixture(scope="session")
 def local_ray():
-    """One real local Ray cluster per test process (per worker under `make test`): 2 CPUs, 4 slots ("placer_slot").
+    """One real local Ray cluster for the whole run: 2 CPUs and 4 measurement slots ("placer_slot").
 
     Every Ray test shares it (starting one takes seconds); a RayEngine made
     while it runs uses it rather than starting its own, and removes its actors
