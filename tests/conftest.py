@@ -14,6 +14,8 @@ import pytest
 
 from tests.cli import ROOT
 
+pytest_plugins = ["tests.subprocess_count"]  # PLACER_COUNT_SUBPROCESSES=path counts the processes tests start
+
 # Binaries run in this process (tests/binaries.py) share its TensorFlow, whose C++ log level is fixed when
 # TF loads: keep it at errors-off, as tests.cli.run_module does for a fresh process, so that a native
 # line such as "failed call to cuInit" does not reach a binary's captured stderr.
@@ -56,3 +58,19 @@ def _op_determinism_off_after_each_test():
         from tensorflow.python.framework import config as tf_config  # noqa: PLC0415 (no public switch off)
 
         tf_config.disable_op_determinism()
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """One real local Ray cluster for the whole run: 2 CPUs and 4 measurement slots ("placer_slot").
+
+    Every Ray test shares it (starting one takes seconds); a RayEngine made
+    while it runs uses it rather than starting its own, and removes its actors
+    when it closes, so tests leave no actor behind for the next one.
+    """
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
+    from placer.measure.ray_pool import RESOURCE  # noqa: PLC0415
+
+    ray.init(num_cpus=2, resources={RESOURCE: 4}, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()

@@ -1,8 +1,10 @@
 """The light modules load, and the baselines run, without TensorFlow; `models` imports it only when building.
 
-One fresh process checks all three (TensorFlow is already loaded in the test
-process): the light modules of docs/architecture.md, `import models`, and
-every baseline that needs no model graph and no measurer, run on a 3-op graph.
+One fresh process checks all four (TensorFlow is already loaded in the test
+process): the light modules of docs/architecture.md, `import models`, every
+baseline that needs no model graph and no measurer, run on a 3-op graph, and
+placer-search replaying a trace (tests/sharing/test_replay.py checks what it
+writes).
 """
 
 import os
@@ -10,6 +12,7 @@ import subprocess
 import sys
 
 from tests.cli import ROOT
+from tests.sharing.test_replay import _trace
 
 LIGHT = [
     "placer.core.op_graph",
@@ -51,11 +54,20 @@ assert not tf_modules(), ('baselines', tf_modules()[:5])
 import models
 assert not tf_modules(), ('import models', tf_modules()[:5])
 print(models.MODEL_NAMES)
+
+from absl import flags
+from placer import search_main
+trace, out = sys.argv[1:]
+flags.FLAGS(['placer-search', f'--trace={{trace}}', '--slots=4', '--epoch_s=1', '--policy=all', f'--workdir={{out}}'])
+search_main.main([])
+assert not [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras')], 'placer-search --trace'
 """
 
 
-def test_light_modules_baselines_and_models_import_do_not_load_tensorflow():
+def test_light_modules_baselines_models_import_and_trace_replay_do_not_load_tensorflow(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    r = subprocess.run([sys.executable, "-c", CODE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    argv = [sys.executable, "-c", CODE, _trace(tmp_path), str(tmp_path / "out")]
+    r = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "nmt" in r.stdout
+    assert "fair-static: mean time to 90%" in r.stdout  # the replay ran to its end

@@ -11,7 +11,7 @@ import pytest
 from absl import logging as _absl_logging  # noqa: F401 (defines absl's logging flags now, outside any call)
 
 from placer.measure import registry
-from placer.measure.ray_pool import RESOURCE, RayEngine
+from placer.measure.ray_pool import RayEngine
 from tests.inprocess import call
 
 # The tiny NMT (815 ops) grouped into few groups with a small policy, so a step is quick; no warm start,
@@ -25,14 +25,6 @@ TINY = [
     "--noprogress",
     "--seed=3",
 ]
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
-    ray.init(num_cpus=2, resources={RESOURCE: 2}, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 class Recorder:

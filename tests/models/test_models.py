@@ -1,6 +1,8 @@
 """Tiny variants of the three models: structure, naming and one real training step."""
 
+import json
 import math
+import os
 import subprocess
 import sys
 
@@ -10,6 +12,7 @@ import tensorflow as tf
 
 import models
 from configs import inception_v3, nmt, rnnlm
+from placer.core.configs_util import load_config
 from placer.core.errors import InputError
 from tests.cli import ROOT
 
@@ -138,27 +141,30 @@ def test_inception_batch_norm_trains(tiny):
     assert np.prod(m.graph.get_tensor_by_name("input/images:0").shape.as_list()) == 2 * 75 * 75 * 3
 
 
-def _nodes_built(determinism: bool) -> str:
+SPECS = ("configs/rnnlm.py:tiny", "configs/inception_v3.py:tiny", "configs/nmt.py")
+
+
+def _nodes_built_in_a_fresh_process() -> list[int]:
     code = (
-        "import tensorflow as tf\n"
-        f"if {determinism}: tf.config.experimental.enable_op_determinism()\n"
-        "from tensorflow.python.framework import config\n"
         "import models\n"
         "from placer.core import configs_util\n"
-        "sizes = [len(models.build(configs_util.load_config(s).model).metagraph.graph_def.node)\n"
-        "         for s in ('configs/rnnlm.py:tiny', 'configs/inception_v3.py:tiny', 'configs/nmt.py')]\n"
-        "print(sizes, config.is_op_determinism_enabled())\n"
+        f"print([len(models.build(configs_util.load_config(s).model).metagraph.graph_def.node) for s in {SPECS}])\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
-    return r.stdout.strip().splitlines()[-1]
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
 def test_models_build_the_same_graph_whether_or_not_a_seeded_search_turned_op_determinism_on():
     # placer-train seeds TF and turns op determinism on for the whole process; TF then emits some ops
     # differently (the paper-size NMT gained 136), and unseeded random ops are refused. A model built
-    # after that (the next row of a benchmark) must build, and be the same graph as in a fresh process.
-    on, off = _nodes_built(True), _nodes_built(False)
-    assert on.endswith("True") and off.endswith("False")  # the setting is restored after the build
-    assert on.split("]")[0] == off.split("]")[0]
+    # after that (the next row of a benchmark) must build, and be the same graph as in a fresh process
+    # (determinism off there). This process stands for the one a search ran in; the autouse fixture of
+    # tests/conftest.py turns determinism off again after the test.
+    from tensorflow.python.framework import config  # noqa: PLC0415 (no public getter)
+
+    tf.config.experimental.enable_op_determinism()
+    on = [len(models.build(load_config(os.path.join(ROOT, s)).model).metagraph.graph_def.node) for s in SPECS]
+    assert config.is_op_determinism_enabled()  # the setting is restored after the build
+    assert on == _nodes_built_in_a_fresh_process()

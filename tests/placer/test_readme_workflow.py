@@ -2,9 +2,13 @@
 
 The commands are read from README.md itself; only the model size, the step
 count and the policy width are made small. TensorFlow's log level is left
-unset, so the test also checks that no TF log line reaches the terminal (the
-binaries that import TF run in fresh processes for that; the others, and the
-refusals, in this process).
+unset, so the test also checks that no TF log line reaches the terminal:
+placer-train runs in a fresh process for that, as its installed console
+script (tests/placer/test_cli.py checks placer-extract's extraction with
+Grappler costs the same way); the others, and the refusals, run in this
+process.
+placer-train runs a second time in this process, which must give the fresh
+process's placement bit for bit: the same seed, the same result.
 """
 
 import json
@@ -48,9 +52,21 @@ def small(argv: list[str]) -> tuple[str, list[str]]:
     return f"placer.{binary}_main", args
 
 
-# The commands that import TensorFlow run in a fresh process, where TF prints its start-up lines
-# unless the binary keeps them quiet; the others run in this process.
-FRESH = ("placer.extract_main", "placer.train_main")
+# placer-train runs in a fresh process, as installed, where TF prints its start-up lines unless the
+# binary keeps them quiet; the others run in this process.
+FRESH = "placer.train_main"
+SCRIPT = os.path.join(os.path.dirname(sys.executable), "placer-train")
+
+
+def _same_training(tmp_path, args: list[str], env) -> None:
+    """placer-train's `args` again, in this process and another workdir: the same best placement and curve."""
+    again = [re.sub(r"^--workdir=.*$", "--workdir=runs/again", a) for a in args]
+    r = binaries.run("placer.train_main", *again, cwd=str(tmp_path), PLACER_CACHE=env["PLACER_CACHE"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    here, there = (json.loads((tmp_path / "runs" / d / "best_placement.json").read_text()) for d in ("again", "nmt"))
+    assert here["ops"] == there["ops"] and here["metadata"]["step_time"] == there["metadata"]["step_time"]
+    rows = [(tmp_path / "runs" / d / "curve.csv").read_text().splitlines() for d in ("again", "nmt")]
+    assert [row.split(",")[3:] for row in rows[0][1:]] == [row.split(",")[3:] for row in rows[1][1:]]
 
 
 @pytest.mark.slow
@@ -61,14 +77,15 @@ def test_readme_steps_run_as_written_without_tf_noise(tmp_path):
     env.update(PYTHONPATH=ROOT, PLACER_CACHE=str(tmp_path / "cache"), MPLBACKEND="Agg")
     for argv in commands:
         module, args = small(argv)
-        if module in FRESH:
-            r = subprocess.run([sys.executable, "-m", module, *args], cwd=tmp_path, env=env, capture_output=True,
-                               text=True, timeout=600)  # fmt: skip
+        if module == FRESH:
+            r = subprocess.run([SCRIPT, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         else:
             r = binaries.run(module, *args, cwd=str(tmp_path), PLACER_CACHE=env["PLACER_CACHE"], MPLBACKEND="Agg")
         assert r.returncode == 0, f"{argv[0]}: {r.stderr[-3000:]}"
         noise = [x for x in r.stderr.splitlines() if NATIVE_LOG.match(x)]
         assert noise == [], f"{argv[0]} printed TF log lines: {noise[:3]}"
+        if module == FRESH:
+            _same_training(tmp_path, args, env)
     graph = json.loads((tmp_path / "nmt.graph.json").read_text())
     assert graph["device_types"] == ["CPU", "GPU"]
     assert json.loads((tmp_path / "runs" / "nmt" / "summary.json").read_text())["steps"] == 2

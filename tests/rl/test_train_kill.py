@@ -1,4 +1,9 @@
-"""placer-train killed with SIGKILL at random moments, then --resume: it finishes and every file stays valid."""
+"""placer-train killed with SIGKILL at random moments, then --resume: it finishes and every file stays valid.
+
+The killed runs (the first, then its resume) run in their own processes with
+a step count they never reach; the last resume, a few steps past the last
+checkpoint, runs to the end in this process (tests/binaries.py).
+"""
 
 import csv
 import json
@@ -16,7 +21,9 @@ from tests import binaries
 from tests.cli import ROOT
 from tests.rl.chains import MB, two_chains, write_gpu_cluster
 
-STEPS = 400
+KILLS = 2
+FOREVER = 100000  # the killed runs' --steps: the kill always comes first
+MORE = 5  # steps the last resume runs past the last checkpoint
 DEVICES = [f"/device:GPU:{i}" for i in range(2)]
 COLUMNS = ["step", "samples", "wall_seconds", "mean_step_time", "best_step_time", "entropy"]
 
@@ -31,7 +38,7 @@ def files(tmp_path_factory):
     return d, graph
 
 
-def _command(files, work, *extra):
+def _command(files, work, steps, *extra):
     d, _ = files
     return [
         sys.executable,
@@ -45,7 +52,7 @@ def _command(files, work, *extra):
         f"--graph={d / 'g.graph.json'}",
         f"--cluster={d / 'gpus.json'}",
         f"--workdir={work}",
-        f"--steps={STEPS}",
+        f"--steps={steps}",
         "--seed=3",
         *extra,
     ]
@@ -95,9 +102,9 @@ def test_sigkilled_train_resumes_to_completion_with_valid_files(files, tmp_path)
     work = tmp_path / "w"
     rng = random.Random(0)
     kept = []  # the best step time saved on disk right after each kill
-    for kill in range(3):
+    for kill in range(KILLS):
         err = open(tmp_path / f"stderr{kill}.txt", "w")  # a file, not a pipe: nothing blocks the run
-        cmd = _command(files, work, *(["--resume"] if kill else []))
+        cmd = _command(files, work, FOREVER, *(["--resume"] if kill else []))
         proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=err)
         before = _checkpoint_step(work)
         deadline = time.monotonic() + 120
@@ -109,7 +116,7 @@ def test_sigkilled_train_resumes_to_completion_with_valid_files(files, tmp_path)
         proc.kill()
         proc.wait()
         err.close()
-        assert 0 < _checkpoint_step(work) < STEPS
+        assert _checkpoint_step(work) > 0
         kept.append(_check_files(work, graph))
     # A kill between the curve and its checkpoint leaves a step the checkpoint does not hold;
     # make the last kill one of those, as a save cut off there leaves the files.
@@ -122,14 +129,15 @@ def test_sigkilled_train_resumes_to_completion_with_valid_files(files, tmp_path)
         f.write(",".join(str(history[-1][k]) for k in COLUMNS) + "\n")
 
     # The last resume runs to the end: nothing to kill, so it runs in this process (tests/binaries.py).
-    r = binaries.run(*_command(files, work, "--resume")[2:])
+    steps = step + MORE
+    r = binaries.run(*_command(files, work, steps, "--resume")[2:])
     assert r.returncode == 0, r.stderr
     assert f"resumed at step {step}" in r.stdout
     summary = json.loads((work / "summary.json").read_text())
-    assert summary["steps"] == STEPS
+    assert summary["steps"] == steps
     best = _check_files(work, graph)
     rows = _curve(work)
-    assert [int(row["step"]) for row in rows] == list(range(1, STEPS + 1))  # each step once, in order
+    assert [int(row["step"]) for row in rows] == list(range(1, steps + 1))  # each step once, in order
     samples = [int(row["samples"]) for row in rows]
     assert all(a < b for a, b in zip(samples, samples[1:], strict=False))
     bests = [float(row["best_step_time"]) for row in rows]

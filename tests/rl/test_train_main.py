@@ -1,14 +1,12 @@
 """placer-train end to end on a hand-built graph file, and its bad-input errors.
 
-placer-train runs in the test process (tests/binaries.py), except once, in
-a fresh process through its installed console script, to check that the same
-seed gives the same placement there too.
+placer-train runs in the test process (tests/binaries.py). That the same
+seed gives the same placement in a fresh process, through the installed
+console script, is checked by tests/placer/test_readme_workflow.py.
 """
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +14,6 @@ import pytest
 from placer.core import io as graph_io
 from placer.core.op_graph import OpGraph
 from tests import binaries
-from tests.cli import ROOT
 from tests.rl.chains import MB, two_chains, write_gpu_cluster
 
 pytestmark = pytest.mark.slow  # every test trains a policy (tens of seconds on 2 cores)
@@ -46,13 +43,6 @@ def train(*args):
     return binaries.run("placer.train_main", *BASE, *args)
 
 
-def train_in_a_fresh_process(*args):
-    """Runs the installed placer-train console script."""
-    script = os.path.join(os.path.dirname(sys.executable), "placer-train")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-    return subprocess.run([script, *BASE, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
-
-
 def test_train_writes_results_then_resume_continues(files, tmp_path):
     work = tmp_path / "w"
     r = train(
@@ -72,20 +62,6 @@ def test_train_writes_results_then_resume_continues(files, tmp_path):
     assert best["metadata"]["method"] == "rl" and len(best["ops"]) == 6
     assert os.listdir(work / "tensorboard")
     assert "best step time" in r.stdout
-    # The same seed in a fresh process: the same best placement, bit for bit.
-    r2 = train_in_a_fresh_process(
-        f"--graph={files / 'g.graph.json'}",
-        f"--cluster={files / 'gpus.json'}",
-        f"--workdir={tmp_path / 'again'}",
-        "--steps=6",
-        "--seed=1",
-    )
-    assert r2.returncode == 0, r2.stderr
-    again = json.loads((tmp_path / "again" / "best_placement.json").read_text())
-    assert again["ops"] == best["ops"] and again["metadata"]["step_time"] == best["metadata"]["step_time"]
-    assert (tmp_path / "again" / "curve.csv").read_text().split("\n")[1].split(",")[3:] == (
-        (work / "curve.csv").read_text().split("\n")[1].split(",")[3:]
-    )
     assert summary["policy"] == "seq2seq_attention" and summary["encoder"] == "bilstm"
     assert json.loads((work / "run.json").read_text())["encoder"] == "bilstm"
     rows = (work / "curve.csv").read_text().splitlines()

@@ -1,4 +1,8 @@
-"""placer-train stopped by SIGINT or SIGTERM: it saves at the end of its step, says so, and --resume continues."""
+"""placer-train stopped by SIGINT or SIGTERM: it saves at the end of its step, says so, and --resume continues.
+
+SIGINT goes to placer-train in its own process; SIGTERM to placer-train run
+in this process (the same handler, placer.core.stop, records either).
+"""
 
 import json
 import re
@@ -9,7 +13,7 @@ import pytest
 from placer.core import io as graph_io
 from tests.inprocess import call
 from tests.rl.chains import MB, two_chains, write_gpu_cluster
-from tests.signal_run import interrupt
+from tests.signal_run import interrupt, interrupt_here
 
 pytestmark = pytest.mark.slow
 
@@ -46,12 +50,14 @@ def _checkpoint_step(work) -> int:
     return int(re.search(r'model_checkpoint_path: "ckpt-(\d+)"', text).group(1))
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_saves_the_current_step_and_resume_continues(files, tmp_path, sig, code, capsys):
+@pytest.mark.parametrize(
+    ("sig", "code", "send"), [(signal.SIGINT, 130, interrupt), (signal.SIGTERM, 143, interrupt_here)], ids=["2", "15"]
+)
+def test_signal_saves_the_current_step_and_resume_continues(files, tmp_path, sig, code, send, capsys):
     work = tmp_path / "w"
     # Signalled once the first checkpoint (step 5) is on disk, long before step 100000.
     ready = lambda: _checkpoint_step(work) >= 5  # noqa: E731
-    status, _, err = interrupt("placer.train_main", _args(files, work, 100000), ready, sig=sig)
+    status, _, err = send("placer.train_main", _args(files, work, 100000), ready, sig=sig)
     assert status == code, err
     assert "Traceback" not in err
     m = re.fullmatch(r"stopped at step (\d+); continue with --resume", err.strip().splitlines()[-1])

@@ -2,13 +2,10 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from tests import binaries
-from tests.cli import ROOT
 
 # Job a: loss 4, 2, 1, 0 at 1 / 0.5 / 0.25 s per iteration on 1 / 2 / 3 slots.
 # Job b: loss 4, 3, 2, 1, 0 at 1 s per iteration, one slot only (seconds_2, seconds_3 empty).
@@ -26,25 +23,17 @@ b,0,4,0,1,,
 
 
 def _trace(tmp_path) -> str:
+    """Writes TRACE into `tmp_path`; returns the file's path."""
     p = tmp_path / "trace.csv"
     p.write_text(TRACE)
     return str(p)
 
 
-def test_replay_writes_a_live_runs_outputs_and_imports_no_tensorflow(tmp_path):
+def test_replay_writes_a_live_runs_outputs(tmp_path):
+    # That the replay imports no TensorFlow is checked in a fresh process by tests/test_light_imports.py.
     out = tmp_path / "out"
-    code = (
-        "import sys\n"
-        "from absl import flags\n"
-        "from placer import search_main\n"
-        f"flags.FLAGS(['x', '--trace={_trace(tmp_path)}', '--slots=4', '--epoch_s=1', '--policy=all',"
-        f" '--workdir={out}'])\n"
-        "search_main.main([])\n"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras')]\n"
-        "assert not bad, bad[:3]\n"
-    )
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    args = [f"--trace={_trace(tmp_path)}", "--slots=4", "--epoch_s=1", "--policy=all", f"--workdir={out}"]
+    r = binaries.run("placer.search_main", *args)
     assert r.returncode == 0, r.stderr
     assert "\nslaq-safe: mean time to 90%" in r.stdout and "\nfair-static: mean time to 90%" in r.stdout
     t90 = {}

@@ -19,38 +19,23 @@ def _curves(workdir) -> dict:
     return {k: (c["loss"], c["best_step_time"], c["slots"], c["start_s"]) for k, c in curves.items()}
 
 
-def test_two_lockstep_runs_are_the_same_and_count_epochs(tmp_path):
+def test_two_lockstep_runs_one_through_the_cli_flag_are_the_same_and_count_epochs(tmp_path, capsys):
     # Three searches of 4 iterations on 3 slots: s2 arrives at 0.3 s, that is at the epoch of 0.4 s (epochs of 0.2 s).
-    work = search_jobs.load_workload(write_workload(tmp_path, steps=4, arrivals=(0.0, 0.0, 0.3)))
-    prepared = search.prepare(work, log=lambda *a: None)
-    runs = []
-    for k in range(2):
-        out = tmp_path / f"run{k}"
-        with InProcessEngine(3) as engine:
-            search.run_policy(
-                prepared, engine, "slaq", epoch_s=0.2, workdir=str(out), log=lambda *a: None, lockstep=True
-            )
-        runs.append(_curves(out))
-    assert runs[0] == runs[1]
-    curves = runs[0]
+    jobs = write_workload(tmp_path, steps=4, arrivals=(0.0, 0.0, 0.3))
+    prepared = search.prepare(search_jobs.load_workload(jobs), log=lambda *a: None)
+    with InProcessEngine(3) as engine:
+        search.run_policy(
+            prepared, engine, "slaq", epoch_s=0.2, workdir=str(tmp_path / "lib"), log=lambda *a: None, lockstep=True
+        )
+    # The same workload through placer-search's --lockstep: its own threads and engine, the same result.
+    args = [f"--jobs={jobs}", "--slots=3", "--epoch_s=0.2", "--policy=slaq", "--lockstep", f"--workdir={tmp_path}/cli"]
+    assert call("placer.search_main", *args) == 0
+    capsys.readouterr()
+    curves = _curves(tmp_path / "lib")
+    assert _curves(tmp_path / "cli" / "slaq") == curves
     assert curves["s2"][3] == pytest.approx(0.4)  # started on the epoch clock, not the wall clock
     assert all(len(c[0]) == 4 for c in curves.values())  # every search finished its 4 iterations
-
-
-def test_cli_flag_gives_equal_summaries(tmp_path, capsys):
-    jobs = write_workload(tmp_path, steps=3, arrivals=(0.0, 0.0, 0.0))
-    best = []
-    for k in range(2):
-        args = [
-            f"--jobs={jobs}",
-            "--slots=3",
-            "--epoch_s=0.2",
-            "--policy=fair",
-            "--lockstep",
-            f"--workdir={tmp_path / str(k)}",
-        ]
-        assert call("placer.search_main", *args) == 0
-        summary = json.loads((tmp_path / str(k) / "fair" / "summary.json").read_text())
-        best.append([(j["name"], j["best_step_time"], j["iterations"]) for j in summary["jobs"]])
-    capsys.readouterr()
-    assert best[0] == best[1]
+    summary = json.loads((tmp_path / "cli" / "slaq" / "summary.json").read_text())
+    assert [(j["name"], j["best_step_time"], j["iterations"]) for j in summary["jobs"]] == [
+        (name, c[1][-1], 4) for name, c in curves.items()
+    ]

@@ -12,13 +12,6 @@ from placer.sharing import search  # noqa: E402
 from placer.testing.workloads import write_workload  # noqa: E402
 
 
-@pytest.fixture
-def local_ray():
-    ray.init(num_cpus=2, resources={"placer_slot": 4}, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def run_fair_killing_slot_0(engine, prepared, workdir: str, epoch_s: float, ready) -> dict:
     """Runs the searches under `fair` on `engine`, killing slot 0's actor once at the first epoch
     whose allocation `ready(slots)` accepts; checks that the slot got a fresh actor and that the

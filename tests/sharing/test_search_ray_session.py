@@ -20,13 +20,6 @@ from tests.sharing.test_search_ray import run_fair_killing_slot_0  # noqa: E402
 DEMO = "configs/searches/demo.py:session"  # tiny RNNLM and NMT on "local:2", 4 iterations each
 
 
-@pytest.fixture
-def local_ray():
-    ray.init(num_cpus=2, resources={"placer_slot": 3}, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def _actor_cpus(actor) -> int:
     """The CPU devices TF set up in an actor's process."""
 
