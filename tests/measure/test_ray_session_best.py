@@ -18,7 +18,6 @@ import pytest
 
 from placer.measure import registry
 from tests.binaries import call
-from tests.measure.test_ray_measurer import local_ray  # noqa: F401 (a fixture: a real local Ray cluster)
 
 CLUSTER = {
     "name": "cpu_and_missing_gpu",
@@ -75,7 +74,7 @@ def best_ops(workdir) -> dict:
 
 
 @pytest.mark.slow
-def test_session_search_on_two_ray_workers_keeps_the_in_process_best(local_ray, tmp_path, monkeypatch):  # noqa: F811
+def test_session_search_on_two_ray_workers_keeps_the_in_process_best(local_ray, tmp_path, monkeypatch):
     cluster = tmp_path / "cluster.json"
     cluster.write_text(json.dumps(CLUSTER))
     made = recorded(monkeypatch)
