@@ -26,7 +26,7 @@ setup(
         "pymetis",
     ],
     extras_require={
-        "test": ["pytest", "ruff", "import-linter"],
+        "test": ["pytest", "pytest-xdist", "ruff", "import-linter"],
         "ray": ["ray"],
     },
     entry_points={
