@@ -42,14 +42,16 @@ def _jobs_file(folder) -> str:
     return str(path)
 
 
-def test_two_default_runs_write_the_same_summary(tmp_path, capsys):
+@pytest.mark.parametrize("policy", [None, "fair"])  # the default allocator (slaq-safe), and the fair share
+def test_two_default_runs_write_the_same_summary(policy, tmp_path, capsys):
     jobs = _jobs_file(tmp_path)
     outputs = []
     for k in range(2):
         workdir = tmp_path / f"run{k}"
-        assert call("placer.search_main", f"--jobs={jobs}", "--slots=3", "--epoch_s=0.2", f"--workdir={workdir}") == 0
-        policy = workdir / "slaq-safe"  # the default allocator
-        outputs.append(((policy / "summary.json").read_text(), (policy / "allocations.csv").read_text()))
+        flags = [f"--jobs={jobs}", "--slots=3", "--epoch_s=0.2", f"--workdir={workdir}"]
+        assert call("placer.search_main", *flags, *([f"--policy={policy}"] if policy else [])) == 0
+        policy_dir = workdir / (policy or "slaq-safe")
+        outputs.append(((policy_dir / "summary.json").read_text(), (policy_dir / "allocations.csv").read_text()))
     capsys.readouterr()
     assert outputs[0] == outputs[1]  # every field, the run's seconds and every allocation included
     summary = json.loads(outputs[0][0])
