@@ -129,7 +129,6 @@ def random_group_devices(
     return groups.expand(_draw(allowed, rng, k))
 
 
-
 # Annealing's settings (our choices, fixed before any learned method was tuned): neighbours per
 # round, and the first and last temperature as fractions of the start's step time.
 BATCH = 16

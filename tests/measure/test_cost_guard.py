@@ -23,6 +23,8 @@ def test_flag_names_the_op_that_lost_most_seconds():
     unplaced = np.array([10e-3, 1e-6, 1e-3, 0.0])
     placed = np.array([1e-3, 1e-9, 1e-3, 0.0])  # a loses 9 ms (-90%), b 1 us (-99.9%)
     flag = cost_guard.cost_flag(g, np.array([1, 0, 0, 0]), ["/device:GPU:0", "/device:GPU:1"], placed, unplaced)
-    assert flag.startswith("op 'a' (MatMul) costs 1.00 ms on /device:GPU:1 under this placement, 10.0 ms unplaced (90.0% less)")
+    assert flag.startswith(
+        "op 'a' (MatMul) costs 1.00 ms on /device:GPU:1 under this placement, 10.0 ms unplaced (90.0% less)"
+    )
     assert flag.endswith("2 ops cost over 10% less than unplaced")
     assert cost_guard.cost_flag(g, np.zeros(4, int), ["/device:GPU:0"], unplaced, unplaced) == ""
