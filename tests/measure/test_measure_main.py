@@ -1,34 +1,43 @@
-"""placer-measure end to end on a hand-written graph file, and its bad-input errors."""
+"""placer-measure end to end on hand-written graph files: its figures, their units (3 significant figures), and bad-input errors."""
 
 import json
+import re
 
 import pytest
 
 from tests import binaries
 
+
+def chain_graph(name: str, costs: dict, edge_bytes: list) -> dict:
+    """A graph file's document: ops named and costed by `costs` ({op: (CPU s, GPU s)}) in a chain whose
+    edges carry `edge_bytes`."""
+    names = list(costs)
+    return {
+        "format": "placer.opgraph",
+        "version": 1,
+        "name": name,
+        "device_types": ["CPU", "GPU"],
+        "ops": [
+            {
+                "name": n,
+                "type": "T",
+                "output_shapes": [],
+                "output_bytes": 0,
+                "persistent_bytes": 0,
+                "colocation": "",
+                "cost": {"CPU": cpu, "GPU": gpu},
+            }
+            for n, (cpu, gpu) in costs.items()
+        ],
+        "edges": [
+            {"src": s, "dst": d, "bytes": b, "control": False}
+            for s, d, b in zip(names[:-1], names[1:], edge_bytes, strict=True)
+        ],
+    }
+
+
 # a (1 s on GPU) -> b (2 s) -> c (3 s); 1e10 bytes from a to b.
-GRAPH = {
-    "format": "placer.opgraph",
-    "version": 1,
-    "name": "chain",
-    "device_types": ["CPU", "GPU"],
-    "ops": [
-        {
-            "name": n,
-            "type": "T",
-            "output_shapes": [],
-            "output_bytes": 0,
-            "persistent_bytes": 0,
-            "colocation": "",
-            "cost": {"CPU": 10.0, "GPU": c},
-        }
-        for n, c in (("a", 1.0), ("b", 2.0), ("c", 3.0))
-    ],
-    "edges": [
-        {"src": "a", "dst": "b", "bytes": 10**10, "control": False},
-        {"src": "b", "dst": "c", "bytes": 0, "control": False},
-    ],
-}
+GRAPH = chain_graph("chain", {"a": (10.0, 1.0), "b": (10.0, 2.0), "c": (10.0, 3.0)}, [10**10, 0])
 
 
 def placement(ops, devices=("/device:CPU:0", "/device:GPU:0", "/device:GPU:1")):
@@ -143,3 +152,28 @@ def test_placement_naming_unknown_device(tmp_path):
 
 def test_unknown_measure_kind(tmp_path, good):
     expect_error(run(tmp_path, f"--placement={good}", "--measure=abacus"), "sim", "grappler", "session")
+
+
+# a (3 us on a GPU) -> b (2 ms on a GPU), no bytes between them; 10x as long on the CPU.
+SHORT = chain_graph("short", {"a": (3e-5, 3e-6), "b": (2e-2, 2e-3)}, [0])
+TIME = re.compile(r"\d+(?:\.\d+)? (?:us|ms|s)\b")
+
+
+def test_step_time_busy_time_and_lower_bound_print_with_units(tmp_path):
+    (tmp_path / "g.json").write_text(json.dumps(SHORT))
+    out = binaries.run(
+        "placer.measure_main", f"--graph={tmp_path / 'g.json'}", "--cluster=k80x2", "--baseline=single_gpu"
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    # Both ops on GPU:0: 3 us + 2 ms of compute, and k80x2's dispatch of 5 us per GPU op, twice:
+    # 2.003 ms + 0.010 ms = 2.013 ms, 3 significant figures 2.01 ms (a .6f print said 0.002013 s).
+    assert "step time: 2.01 ms" in lines
+    # Lower bound: the critical path of the fastest costs, 3 us + 2 ms = 2.003 ms; 2.013 / 2.003 = 1.005.
+    assert "lower bound: 2.00 ms (step time / lower bound = 1.00)" in lines
+    busy = {line.split()[0]: line for line in lines if " busy " in line}
+    assert "busy 0 s " in busy["/device:CPU:0"] and "busy 0 s " in busy["/device:GPU:1"]
+    assert "busy 2.01 ms " in busy["/device:GPU:0"]  # its two ops and their dispatch: the whole step
+    for line in lines:  # no time printed without its unit or with more than 3 significant figures
+        assert not re.search(r"\d\.\d{4,}", line), line
+    assert len([t for line in lines for t in TIME.findall(line)]) >= 5
