@@ -172,16 +172,10 @@ def step_fan_in(graph, fetch_names) -> np.ndarray:
 
 def trace_costs(run_metadata, graph) -> np.ndarray:
     """[n_ops] CPU seconds per op in one traced step, as profiled_costs takes them (its trace floor off)."""
-    from graphs.costs import op_times  # noqa: PLC0415
+    from graphs.costs import medians_less_floor, op_times  # noqa: PLC0415
 
-    out = np.zeros(graph.num_ops)
-    index = graph.index()
-    floor = graph.calibration.get("cpu_trace_floor", 0.0)
-    for name, seconds in op_times(run_metadata, "CPU").items():
-        i = index.get(name)
-        if i is not None:
-            out[i] = max(seconds - floor, 0.0)
-    return out
+    samples = {name: [seconds] for name, seconds in op_times(run_metadata, "CPU").items()}
+    return medians_less_floor(samples, graph.index(), graph.calibration.get("cpu_trace_floor", 0.0))
 
 
 def relative_error(sim_s: float, session_s: float | None) -> float | None:
