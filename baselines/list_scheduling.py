@@ -25,6 +25,7 @@ import heapq
 import numpy as np
 
 from baselines import common
+from placer.core import dag
 from placer.core.cluster import Cluster
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
@@ -126,7 +127,7 @@ class _Etf:
         self.sstarts = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=self.sstarts[1:])
         self.succs = dst[sorder]
-        self.prio = -_bottom_level(graph, self.times[:, targets].mean(axis=1), src, dst)
+        self.prio = -dag.bottom_levels(self.times[:, targets].mean(axis=1), src, dst)
         self.sid, self.sets = _colocation_map(graph)
         self.pinned = np.full(n, -1, dtype=np.int64)
         self.parent = np.full(n, -1, dtype=np.int64)
@@ -220,16 +221,6 @@ class _Etf:
             self.indeg[w] -= 1
             if self.indeg[w] == 0:
                 self.make_ready(int(w))
-
-
-def _bottom_level(graph: OpGraph, w: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Returns [n] seconds of the longest path from each op to a sink (op times only)."""
-    bl = w.astype(np.float64).copy()
-    order = np.argsort(-src, kind="stable")
-    for s, d in zip(src[order].tolist(), dst[order].tolist(), strict=True):
-        if w[s] + bl[d] > bl[s]:
-            bl[s] = w[s] + bl[d]
-    return bl
 
 
 def topo_assign(graph: OpGraph, cluster: Cluster, targets: list[int]) -> np.ndarray:
