@@ -87,12 +87,15 @@ _SPLIT_SAMPLES = flags.DEFINE_integer("split_search_samples", 4, "Placements sam
 _JSON_OUT = flags.DEFINE_string("json_out", "", "Write the rows as JSON here and skip BENCHMARKS.md.")
 
 
-def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int) -> dict:
+def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int, trace_steps: int = 1) -> dict:
     """Profiles, simulates and measures the single-CPU placement of one model.
 
     Args:
       spec: model config spec, e.g. "configs/nmt.py:tiny".
       profile_steps, session_steps, warmup: see the flags.
+      trace_steps: traced steps the measuring session runs after its timed
+        ones for the second cost source (the first `warmup` dropped, as
+        profiled_costs drops them, when there are more than one).
 
     Returns:
       A dict with ops, ops_run (the train op's fan-in), sim_s and session_s
@@ -125,15 +128,22 @@ def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int)
     fetches = tf_session.as_metagraph(model).collection_def["train_op"].node_list.value
     run = step_fan_in(graph, list(fetches))
     measurer = session_lib.SessionMeasurer(
-        model, graph, cluster, warmup=warmup, steps=session_steps, timeout_s=600.0, rewrite=False
+        model,
+        graph,
+        cluster,
+        warmup=warmup,
+        steps=session_steps,
+        timeout_s=600.0,
+        rewrite=False,
+        trace_steps=trace_steps + (warmup if trace_steps > 1 else 0),
     )
     measured = measurer.measure([placement])[0]
     t3 = time.time()
     session_s = measured.step_time if measured.ok else None
     sim_same = None
-    if measurer.last_run_metadata is not None:
-        # Costs from the measuring session's own traced step, run right after the timed ones.
-        traced = trace_costs(measurer.last_run_metadata, graph)
+    if measurer.last_traces:
+        # Costs from the measuring session's own traced steps, run right after the timed ones.
+        traced = trace_costs(measurer.last_traces, graph, skip=warmup if trace_steps > 1 else 0)
         cost = np.where(np.isnan(graph.compute_cost[:, 0]), np.nan, traced)[:, None]
         sim_same = Simulator(graph.with_costs(("CPU",), cost), cluster).measure([placement])[0].step_time
     return {
@@ -170,11 +180,17 @@ def step_fan_in(graph, fetch_names) -> np.ndarray:
     return run
 
 
-def trace_costs(run_metadata, graph) -> np.ndarray:
-    """[n_ops] CPU seconds per op in one traced step, as profiled_costs takes them (its trace floor off)."""
-    from graphs.costs import medians_less_floor, op_times  # noqa: PLC0415
+def trace_costs(run_metadatas, graph, skip: int = 0) -> np.ndarray:
+    """[n_ops] median CPU seconds per op over traced steps, as profiled_costs takes them (its trace floor off).
 
-    samples = {name: [seconds] for name, seconds in op_times(run_metadata, "CPU").items()}
+    Args:
+      run_metadatas: RunMetadata of the traced steps.
+      graph: the profiled OpGraph (its calibration gives the floor).
+      skip: leading steps dropped (warm-up).
+    """
+    from graphs.costs import medians_less_floor, op_samples  # noqa: PLC0415
+
+    samples = op_samples(run_metadatas, "CPU", skip=skip)
     return medians_less_floor(samples, graph.index(), graph.calibration.get("cpu_trace_floor", 0.0))
 
 
@@ -221,14 +237,16 @@ def child_rows(spec: str, args: list[str]) -> dict:
             return json.load(f)
 
 
-def steps_for(spec: str) -> tuple[int, int, int, int]:
-    """(profiled steps, timed steps, warm-up steps, rounds) for a model spec.
+def steps_for(spec: str) -> tuple[int, int, int, int, int]:
+    """(profiled steps, timed steps, warm-up steps, rounds, traced steps of the measuring session) for a spec.
 
-    Tiny variants get `--tiny_steps` and `--tiny_rounds`; others the flags of large models and one round.
+    Tiny variants get `--tiny_steps` of each and `--tiny_rounds`: one traced step of ops that short is noisy,
+    so the measuring session traces as many steps as profiling does. Others get the flags of large models, one
+    round and one traced step (ops of milliseconds).
     """
     if "tiny" in spec.partition(":")[2].split(","):
-        return _TINY_STEPS.value, _TINY_STEPS.value, 2, max(_TINY_ROUNDS.value, 1)
-    return _PROFILE_STEPS.value, _SESSION_STEPS.value, _WARMUP.value, 1
+        return _TINY_STEPS.value, _TINY_STEPS.value, 2, max(_TINY_ROUNDS.value, 1), _TINY_STEPS.value
+    return _PROFILE_STEPS.value, _SESSION_STEPS.value, _WARMUP.value, 1, 1
 
 
 def median_round(rounds: list[dict]) -> dict:
@@ -237,6 +255,7 @@ def median_round(rounds: list[dict]) -> dict:
     ok = [r for r in ranked if r["error"] is not None]
     row = dict((ok or ranked)[(len(ok or ranked) - 1) // 2])
     row["round_errors"] = [r["error"] for r in rounds]
+    row["round_errors_same_session"] = [r["error_same_session"] for r in rounds]
     return row
 
 
@@ -244,9 +263,15 @@ def run_rows(specs, inter_op: int) -> list[dict]:
     """The fidelity rows of `specs` in this process."""
     rows = []
     for spec in specs:
-        profile_steps, session_steps, warmup, rounds = steps_for(spec)
-        row = median_round([fidelity_row(spec, profile_steps, session_steps, warmup) for _ in range(rounds)])
-        row.update(inter_op_threads=inter_op, profile_steps=profile_steps, session_steps=session_steps, warmup=warmup)
+        profile_steps, session_steps, warmup, rounds, traced = steps_for(spec)
+        row = median_round([fidelity_row(spec, profile_steps, session_steps, warmup, traced) for _ in range(rounds)])
+        row.update(
+            inter_op_threads=inter_op,
+            profile_steps=profile_steps,
+            session_steps=session_steps,
+            warmup=warmup,
+            trace_steps=traced,
+        )
         print(
             f"{spec}: simulated {row['sim_s']:.4g} s, measured {fr.fmt_num(row['session_s'], '.4g')} s, error "
             f"{fr.fmt_err(row['error'])} (rounds: {fr.fmt_errs(row['round_errors'])}; build {row['build_s']:.0f} s, "

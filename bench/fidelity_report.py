@@ -27,7 +27,8 @@ def fidelity_table(rows: list[dict]) -> list[str]:
     """Markdown rows of the comparison."""
     out = [
         "| model | inter-op pool | steps profiled / timed | ops run | measured (s) | simulated, profiled costs (s) "
-        "| error | simulated, costs of the measuring session (s) | error | errors of all rounds |",
+        "| error | simulated, costs of the measuring session (s) | error "
+        "| errors of all rounds (profiled / measuring session) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -36,7 +37,8 @@ def fidelity_table(rows: list[dict]) -> list[str]:
             f"| `{r['model']}` | {pool_name(r.get('inter_op_threads', 1))} | {r['profile_steps']} / {r['session_steps']} "
             f"| {r['ops_run']:,} of {r['ops']:,} | {measured} | {r['sim_s']:.4g} | {fmt_err(r['error'])} "
             f"| {fmt_num(r['sim_same_session_s'], '.4g')} | {fmt_err(r['error_same_session'])} "
-            f"| {fmt_errs(r.get('round_errors', [r['error']]))} |"
+            f"| {fmt_errs(r.get('round_errors', [r['error']]))} / "
+            f"{fmt_errs(r.get('round_errors_same_session', [r['error_same_session']]))} |"
         )
     return out
 
@@ -93,8 +95,10 @@ def single_device_body(rows: list[dict], settings: dict) -> list[str]:
         "",
         "Two cost sources: `profiled_costs` runs its own session before the measurement, and on this shared "
         "machine the load can change in between (the errors of all rounds, last column, show by how much); the "
-        "second simulated column takes the per-op times from the traced step the measuring session runs right "
-        "after its timed steps, which leaves out that drift (the same floor taken off). A trace records kernels, "
+        "second simulated column takes the per-op times from traced steps the measuring session runs right "
+        "after its timed steps, which leaves out that drift, with the same care as profiling: tiny variants "
+        f"{settings['tiny_steps']} traced steps after 2 dropped, the median per op, large models 1 traced step "
+        "(ops of milliseconds); the same floor taken off. A trace records kernels, "
         "not the executor's work between ops, which the dispatch stands for; tracing also stretches some kernels "
         "beyond the floor it adds to every op: both weigh most where ops are short.",
         "",

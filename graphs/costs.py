@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -144,29 +144,63 @@ def profiled_costs(
     for j, t in enumerate(device_types):
         g, fetches, init = session_lib.import_for_session(tf_util.single_device_metagraph(mg, f"/device:{t}:0"))
         config = session_lib.session_config(1, rewrite=False, soft_placement=True)
-        trace = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-        samples: dict[str, list[float]] = {}
         with tf.compat.v1.Session(graph=g, config=config) as sess:
             sess.run(init)
-            short = True
-            for k in range(warmup + max(steps, 1)):
-                if short:
-                    # Right after a traced step's gap, TF's intra-op pool sleeps, and the first kernel that
-                    # uses it pays for waking it (tens of us); an untraced step first keeps it awake, as in
-                    # training. Negligible beside a step of a second or more, which skips it.
-                    sess.run(fetches)
-                md = tf.compat.v1.RunMetadata()
-                t0 = time.perf_counter()
-                sess.run(fetches, options=trace, run_metadata=md)
-                short = time.perf_counter() - t0 < _SHORT_STEP_S
-                if k < warmup:
-                    continue
-                for name, seconds in op_times(md, t).items():
-                    samples.setdefault(name, []).append(seconds)
+            samples = op_samples(traced_runs(sess, fetches, warmup + max(steps, 1)), t, skip=warmup)
         cost[:, j] = medians_less_floor(samples, index, calibration.trace_floor if t == "CPU" else 0.0)
         ran[[index[n] for n in samples if n in index]] = True
     costed = _with_kernels(graph, tuple(device_types), cost).with_step_ops(ran)
     return costed.with_calibration(calibration.as_dict()) if calibration else costed
+
+
+def traced_runs(
+    sess, fetches, steps: int, *, timeout_in_ms: int = 0, awake: bool = False
+) -> Iterator[tf.compat.v1.RunMetadata]:
+    """Runs `steps` FULL_TRACE steps of `fetches` in `sess`, yielding each step's RunMetadata.
+
+    While the traced steps take under a second, an untraced step runs right
+    before each traced one: TF's intra-op pool sleeps through the gap a traced
+    step leaves (collecting its statistics), and the first kernel that uses it
+    would pay for waking it (tens of us), which training steps that follow
+    one another do not. Negligible beside a step of a second or more, which
+    skips it.
+
+    Args:
+      sess: an open tf.compat.v1.Session, its variables initialised.
+      fetches: what one step runs.
+      steps: traced steps.
+      timeout_in_ms: per-run time-out (0: none).
+      awake: untraced steps ran just before (the pool is awake), so the first
+        traced step needs none before it.
+    """
+    trace = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE, timeout_in_ms=timeout_in_ms)
+    plain = tf.compat.v1.RunOptions(timeout_in_ms=timeout_in_ms)
+    short = not awake
+    for _ in range(steps):
+        if short:
+            sess.run(fetches, options=plain)
+        md = tf.compat.v1.RunMetadata()
+        t0 = time.perf_counter()
+        sess.run(fetches, options=trace, run_metadata=md)
+        short = time.perf_counter() - t0 < _SHORT_STEP_S
+        yield md
+
+
+def op_samples(run_metadatas: Iterable, device_type: str, *, skip: int = 0) -> dict[str, list[float]]:
+    """Op name -> its seconds in each traced step (`op_times`), the first `skip` steps dropped.
+
+    Args:
+      run_metadatas: RunMetadata of traced steps, in order (a generator is consumed).
+      device_type: "CPU" or "GPU".
+      skip: leading steps left out (warm-up).
+    """
+    samples: dict[str, list[float]] = {}
+    for k, md in enumerate(run_metadatas):
+        if k < skip:
+            continue
+        for name, seconds in op_times(md, device_type).items():
+            samples.setdefault(name, []).append(seconds)
+    return samples
 
 
 def medians_less_floor(samples: dict[str, list[float]], index: dict[str, int], floor: float) -> np.ndarray:

@@ -4,8 +4,9 @@ Each placement gets a fresh graph imported from the model's MetaGraphDef with
 every node's device set, a session with `allow_soft_placement=False` (so an
 illegal placement fails instead of being silently fixed), variable
 initialisation, `warmup` untimed steps, `steps` timed steps (the median is the
-step time) and one traced step (FULL_TRACE) for per-device busy time, peak
-memory and the check of where each op ran (`ran_on`).
+step time) and `trace_steps` traced steps (FULL_TRACE, one by default; the
+last gives per-device busy time, peak memory and the check of where each op
+ran, `ran_on`; all are kept in `last_traces`).
 
 Devices and session settings come from graphs/tf_session.py.
 
@@ -25,6 +26,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2
 
 from graphs import tf_util
+from graphs.costs import traced_runs
 from graphs.tf_session import as_metagraph, import_for_session, session_config, trace_busy_and_memory
 from placer.core.cluster import Cluster
 from placer.core.measurement import ERROR, OOM, TIMEOUT, Measurement
@@ -43,6 +45,7 @@ class SessionMeasurer(tf_util.OneAtATime):
       steps: timed steps per placement; the median is the step time.
       timeout_s: time-out of each session run, seconds.
       rewrite: let TF's Grappler rewrite the placed graph (as in training).
+      trace_steps: traced steps after the timed ones (graphs.costs.traced_runs).
     """
 
     def __init__(
@@ -55,6 +58,7 @@ class SessionMeasurer(tf_util.OneAtATime):
         steps: int = 5,
         timeout_s: float = 60.0,
         rewrite: bool = True,
+        trace_steps: int = 1,
     ):
         self.metagraph = as_metagraph(model_builder_or_metagraph)
         self.prepare(graph, cluster)
@@ -62,7 +66,9 @@ class SessionMeasurer(tf_util.OneAtATime):
         self.steps = max(int(steps), 1)
         self.timeout_s = float(timeout_s)
         self.rewrite = rewrite
+        self.trace_steps = max(int(trace_steps), 1)
         self.last_run_metadata: tf.compat.v1.RunMetadata | None = None
+        self.last_traces: list[tf.compat.v1.RunMetadata] = []
         cpus = [int(d.name.rsplit(":", 1)[1]) for d in cluster.devices if d.type == "CPU"]
         self._num_cpus = max(cpus) + 1 if cpus else 1
 
@@ -96,12 +102,9 @@ class SessionMeasurer(tf_util.OneAtATime):
                 t0 = time.perf_counter()
                 sess.run(fetches, options=opts)
                 times.append(time.perf_counter() - t0)
-            md = tf.compat.v1.RunMetadata()
-            trace = tf.compat.v1.RunOptions(
-                timeout_in_ms=opts.timeout_in_ms, trace_level=tf.compat.v1.RunOptions.FULL_TRACE
-            )
-            sess.run(fetches, options=trace, run_metadata=md)
-        self.last_run_metadata = md
+            traces = list(traced_runs(sess, fetches, self.trace_steps, timeout_in_ms=opts.timeout_in_ms, awake=True))
+        self.last_traces = traces
+        self.last_run_metadata = md = traces[-1]
         busy, peak = trace_busy_and_memory(md, self.cluster.device_names)
         return Measurement(
             step_time=float(np.median(times)),
