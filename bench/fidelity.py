@@ -87,7 +87,9 @@ _SPLIT_SAMPLES = flags.DEFINE_integer("split_search_samples", 4, "Placements sam
 _JSON_OUT = flags.DEFINE_string("json_out", "", "Write the rows as JSON here and skip BENCHMARKS.md.")
 
 
-def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int, trace_steps: int = 1) -> dict:
+def fidelity_row(
+    spec: str, profile_steps: int, session_steps: int, warmup: int, trace_steps: int = 1, pool_threads: int = 0
+) -> dict:
     """Profiles, simulates and measures the single-CPU placement of one model.
 
     Args:
@@ -96,6 +98,9 @@ def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int,
       trace_steps: traced steps the measuring session runs after its timed
         ones for the second cost source (the first `warmup` dropped, as
         profiled_costs drops them, when there are more than one).
+      pool_threads: threads of TF's default inter-op pool when this process
+        runs under it: the hand-off per op is then measured right after
+        profiling (graphs.costs_calibrate.pool_handoff); 0 skips it.
 
     Returns:
       A dict with ops, ops_run (the train op's fan-in), sim_s and session_s
@@ -105,6 +110,7 @@ def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int,
     import models  # noqa: PLC0415
     from graphs import (  # noqa: PLC0415
         costs,
+        costs_calibrate,
         extract,
         local_cluster,  # noqa: PLC0415
         tf_session,  # noqa: PLC0415
@@ -119,6 +125,7 @@ def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int,
     graph = extract.extract(model.metagraph, name=model.name)
     t1 = time.time()
     graph = costs.profiled_costs(model, graph, steps=profile_steps, warmup=warmup, device_types=("CPU",))
+    handoff, handoff_rounds = costs_calibrate.pool_handoff(pool_threads) if pool_threads > 0 else (None, [])
     t2 = time.time()
     cluster = local_cluster.discover(1)
     placement = Placement.from_ops(
@@ -158,6 +165,9 @@ def fidelity_row(spec: str, profile_steps: int, session_steps: int, warmup: int,
         "error": relative_error(sim.step_time, session_s),
         "error_same_session": None if sim_same is None else relative_error(sim_same, session_s),
         "gap_per_op_s": None if session_s is None else (session_s - sim.step_time) / max(int(run.sum()), 1),
+        "pool_threads": pool_threads,
+        "handoff_s": handoff,
+        "handoff_rounds_s": handoff_rounds,
         "build_s": t1 - t0,
         "profile_s": t2 - t1,
         "measure_s": t3 - t2,
@@ -264,7 +274,10 @@ def run_rows(specs, inter_op: int) -> list[dict]:
     rows = []
     for spec in specs:
         profile_steps, session_steps, warmup, rounds, traced = steps_for(spec)
-        row = median_round([fidelity_row(spec, profile_steps, session_steps, warmup, traced) for _ in range(rounds)])
+        pool = len(os.sched_getaffinity(0)) if inter_op <= 0 else 0  # TF's default: one thread per usable core
+        row = median_round(
+            [fidelity_row(spec, profile_steps, session_steps, warmup, traced, pool) for _ in range(rounds)]
+        )
         row.update(
             inter_op_threads=inter_op,
             profile_steps=profile_steps,

@@ -89,9 +89,16 @@ def single_device_body(rows: list[dict], settings: dict) -> list[str]:
         "session alike) are the comparison: ops then run one after another, each kernel still using all cores; "
         "the TF-default row shows what the default pool does to both sides. The simulator does not model that "
         "pool; it bounds it instead: with P pool threads (one per core by default) and per-op times as profiled, "
-        "a step takes at least the simulated time / P, and at most the simulated time (ops one after another); "
-        "the verdicts below check that bound on the TF-default rows. Profiling under the default pool also "
-        "stretches each op's traced time while others share the cores, which pushes the simulation up.",
+        "a step takes at least the simulated time / P. It can take longer than the simulated time (ops one after "
+        "another): for its first 90 runs or so TF's executor counts every op as expensive (its cost estimate "
+        "starts at 1e8 cycles and moves a tenth of the way to each run's cycles; cheap below 8,000) and hands "
+        "all but one of the ops a finished op makes ready to the pool, and with several threads another core "
+        "picks them up, which costs time that one thread does not pay. The upper end therefore adds a hand-off "
+        "per op run: simulated + ops run x hand-off, the hand-off measured in the same process right after "
+        "profiling, on a chain of scalar ops that hands every link to the pool, under P threads against one "
+        "(`graphs.costs_calibrate.pool_handoff`, wall time, median of 5 side-by-side rounds; the rounds are in "
+        "the verdict). Profiling under the default pool also stretches each op's traced time while others share "
+        "the cores, which pushes the simulation up.",
         "",
         "Two cost sources: `profiled_costs` runs its own session before the measurement, and on this shared "
         "machine the load can change in between (the errors of all rounds, last column, show by how much); the "
@@ -116,16 +123,24 @@ def single_device_body(rows: list[dict], settings: dict) -> list[str]:
 
 
 def bound_lines(rows: list[dict]) -> list[str]:
-    """The TF-default-pool rows checked against simulated / P <= measured <= simulated (P = cores)."""
-    p = os.cpu_count() or 1
+    """The TF-default-pool rows checked against [simulated / P, simulated + ops run x hand-off]."""
+    from placer.measure.calibration import pool_bounds  # noqa: PLC0415
+
     out = []
     for r in rows:
         if r.get("inter_op_threads", 1) == 1 or not r.get("session_s"):
             continue
-        lo, hi, m = r["sim_s"] / p, r["sim_s"], r["session_s"]
+        p = r.get("pool_threads") or os.cpu_count() or 1
+        handoff = r.get("handoff_s") or 0.0
+        lo, hi = pool_bounds(r["sim_s"], r["ops_run"], handoff, p)
+        m = r["session_s"]
         verdict = "met" if lo <= m <= hi else "NOT met"
+        beyond = f" ({(m - hi) / hi:+.1%} beyond the upper end)" if m > hi else ""
+        rounds = r.get("handoff_rounds_s") or []
         out.append(
             f"- `{r['model']}`, TF default pool ({p} threads): measured {m:.4g} s within [simulated / {p}, "
-            f"simulated] = [{lo:.4g}, {hi:.4g}] s: **{verdict}**"
+            f"simulated + {r['ops_run']:,} ops x {handoff * 1e9:.0f} ns] = [{lo:.4g}, {hi:.4g}] s: **{verdict}**"
+            + beyond
+            + (f"; hand-off rounds (ns): {', '.join(f'{x * 1e9:.0f}' for x in rounds)}" if rounds else "")
         )
     return out

@@ -20,6 +20,20 @@ constant measured on another day at another load:
 
 CPU time, not wall time: on a shared machine wall time also counts the time
 other jobs hold the cores.
+
+`pool_handoff` measures what TF's default inter-op pool (one thread per
+core) adds to every op it hands to the pool, against a pool of one thread.
+TF's executor runs one of the ops a finished op makes ready on the same
+thread and hands the others to the pool; an op counts as cheap, and runs
+inline, only once its cost estimate, which starts at 1e8 cycles and moves a
+tenth of the way to each run's cycles, falls under 8,000 cycles: about 90
+runs (TF's executor.cc, KernelStats). Within the first 90 steps of a session
+(every measurement here) every op whose kernel is marked expensive goes
+through the pool. With one thread the pool is a queue on the running thread;
+with several, another core takes the op, and its inputs, pending counts and
+the step's bookkeeping move between cores. That is wall time by nature (the
+other threads' CPU time includes their spinning), measured side by side on a
+chain of scalar ops that hands every link to the pool (`relay_graph`).
 """
 
 from __future__ import annotations
@@ -34,6 +48,7 @@ from graphs.tf_session import session_config
 
 CHAIN_LINKS = 150  # links of each calibration chain: 150 x 2 x ~0.3 us, far above the clock's resolution
 CHAIN_STEPS = 20  # timed steps per chain (median kept), after 5 warm-up steps
+HANDOFF_ROUNDS = 5  # side-by-side rounds of the hand-off measurement (median kept)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +95,32 @@ def chain_graph(n: int, devices: int, leaves: bool = False):
     return g, fetch
 
 
+def relay_graph(n: int):
+    """A chain of `n` scalar AddV2 ops whose every input also feeds an Identity; returns (graph, fetch).
+
+    When an AddV2 finishes, the next AddV2 and an Identity are ready. TF's kernel marks Identity cheap, so the
+    executor runs it inline and hands the AddV2, the chain's next link, to its inter-op pool: one hand-off per
+    link, each on the step's critical path, with no other work to overlap it.
+    """
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.constant(1.0, name="x0")
+        side = []
+        for i in range(n):
+            side.append(tf.identity(x, name=f"side{i}"))
+            x = tf.raw_ops.AddV2(x=x, y=x, name=f"link{i}")
+        fetch = tf.group(x, *side)
+    return g, fetch
+
+
+def pool_config(threads: int) -> tf.compat.v1.ConfigProto:
+    """A one-CPU session config, rewrites off, with its own inter-op pool of `threads` threads."""
+    config = session_config(1, rewrite=False)
+    config.use_per_session_threads = True
+    config.inter_op_parallelism_threads = max(int(threads), 1)
+    return config
+
+
 def step_clocks(run, steps: int) -> tuple[float, float]:
     """(median wall seconds, median CPU seconds of this process) per call of `run`, over `steps` calls.
 
@@ -119,6 +160,47 @@ def _chain_cpu(n: int, devices: int, leaves: bool, steps: int, traced: bool = Fa
                 if ns.node_name.startswith(("add", "leaf"))
             ]
     return cpu, windows
+
+
+def _relay_wall(n: int, threads: int, steps: int) -> float:
+    """Median wall seconds per step of a relay of `n` links under a `threads`-thread inter-op pool.
+
+    5 warm-up steps, then `steps` timed ones: 25 runs by default, within the executor's first 90, so every
+    AddV2 still counts as expensive and goes to the pool, as in the timed steps of a measurement.
+    """
+    g, fetch = relay_graph(n)
+    with tf.compat.v1.Session(graph=g, config=pool_config(threads)) as sess:
+        for _ in range(5):
+            sess.run(fetch)
+        wall, _ = step_clocks(lambda: sess.run(fetch), steps)
+    return wall
+
+
+def pool_handoff(
+    threads: int, links: int = CHAIN_LINKS, steps: int = CHAIN_STEPS, rounds: int = HANDOFF_ROUNDS
+) -> tuple[float, list[float]]:
+    """Wall seconds one op handed to a `threads`-thread inter-op pool adds to a step beyond a one-thread pool.
+
+    Per round, a relay of `links` links (`relay_graph`) and an empty one run in sessions with their own pool
+    of 1 and of `threads` threads, one after the other; the hand-off is the difference of the two pools'
+    slopes per link.
+
+    Args:
+      threads: threads of the pool (TF's default: one per core this process may run on).
+      links: links of the relay.
+      steps: timed steps per session, median kept.
+      rounds: rounds; the median is returned.
+
+    Returns:
+      (median seconds per hand-off, clamped at 0; each round's seconds, unclamped).
+    """
+    per_round = []
+    for _ in range(rounds):
+        slope = {
+            p: (_relay_wall(links, p, steps) - _relay_wall(0, p, steps)) / links for p in dict.fromkeys((1, threads))
+        }
+        per_round.append(slope[threads] - slope[1])
+    return max(float(np.median(per_round)), 0.0), per_round
 
 
 def measure(links: int = CHAIN_LINKS, steps: int = CHAIN_STEPS) -> Calibration:

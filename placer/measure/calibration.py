@@ -51,3 +51,25 @@ def calibrated(cluster: Cluster, graph: OpGraph) -> Cluster:
         for d in cluster.devices
     )
     return dataclasses.replace(cluster, devices=devices)
+
+
+def pool_bounds(step_time: float, ops_run: int, handoff: float, threads: int) -> tuple[float, float]:
+    """Bounds of a step under TF's default inter-op pool, from the simulator's one-op-at-a-time step.
+
+    The simulator runs one op at a time per device. A pool of `threads`
+    threads runs at most that many ops at once, so a step takes at least
+    `step_time / threads`; handing ops between pool threads costs time, and
+    each op run is handed off at most once, so a step takes at most
+    `step_time + ops_run * handoff` (graphs/costs_calibrate.py
+    `pool_handoff`).
+
+    Args:
+      step_time: simulated seconds per step, one op at a time.
+      ops_run: ops a step runs.
+      handoff: seconds one hand-off adds.
+      threads: threads of the pool (at least 1).
+
+    Returns:
+      (lower, upper) seconds per step.
+    """
+    return step_time / max(int(threads), 1), step_time + ops_run * handoff
