@@ -41,7 +41,7 @@ import numpy as np
 from absl import app, flags
 
 from bench import report
-from graphs.costs_calibrate import chain_graph, step_clocks
+from graphs.costs_calibrate import chain_graph, pool_handoff, step_clocks
 
 _LENGTHS = flags.DEFINE_list("lengths", ["0", "500", "1000", "2000"], "Chain lengths (ops).")
 _STEPS = flags.DEFINE_integer("steps", 30, "Timed steps per chain (median kept), after 5 warm-up steps.")
@@ -78,8 +78,11 @@ SHAPES = (("chain", 1, False, 1), ("leaves", 1, True, 2), ("alternating", 2, Fal
 def measure(lengths: list[int], steps: int, rounds: int) -> dict:
     """Per-op slopes per round and clock ("wall", "cpu") of each shape, and the traced per-op times."""
     out = {f"{name}_{clock}": [] for name, *_ in SHAPES for clock in ("wall", "cpu")}
+    out["handoff_wall"] = []
+    pool = len(os.sched_getaffinity(0))  # TF's default inter-op pool: one thread per core this process may use
     traced = []
     for r in range(rounds):
+        out["handoff_wall"] += pool_handoff(pool, rounds=1)[1]
         for name, devices, leaves, per_n in SHAPES:
             runs = [time_chain(n, devices, steps, leaves) for n in lengths]
             ops = [per_n * n for n in lengths]
@@ -96,6 +99,7 @@ def measure(lengths: list[int], steps: int, rounds: int) -> dict:
             statistics.median(b - a for a, b in zip(out["chain_cpu"], out["alternating_cpu"], strict=True)), 0.0
         ),
         "traced_us": statistics.median(traced) if traced else None,
+        "pool_threads": pool,
     }
 
 
@@ -129,6 +133,14 @@ def section(m: dict, lengths, steps, rounds) -> str:
             "minus the plain chain, per cross-device tensor). CPU time, because wall time on this shared machine "
             "also counts the time other jobs hold the cores: at the load of this run it is several times the CPU "
             "time, and varies from round to round by as much.",
+            "",
+            f"TF's default inter-op pool ({m['pool_threads']} threads, one per core) against one thread: each op "
+            f"handed to the pool adds {m['median']['handoff_wall'] * 1e9:.0f} ns of wall time (median; rounds "
+            f"{', '.join(f'{x * 1e9:.0f}' for x in m['rounds']['handoff_wall'])} ns), timed on a chain of scalar "
+            "ops that hands every link to the pool, in sessions with their own pool of each size "
+            "(`graphs.costs_calibrate.pool_handoff`). For its first 90 runs or so TF's executor hands every op "
+            "but one of those a finished op makes ready to the pool; bench/fidelity.py's TF-default row bounds "
+            "a step by the simulated time plus a hand-off per op run.",
             "",
             f"A FULL_TRACE step records these ops at {m['traced_us']:g} us each (median; whole microseconds), "
             "so profiled costs of ops this small are quantised to whole microseconds.",
