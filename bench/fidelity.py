@@ -22,7 +22,8 @@ tiny variants get `--tiny_steps` of each.
    (TF_NUM_INTEROP_THREADS): ops run one after another, each kernel on all
    cores, the simulator's model of a device. The tiny model also runs in a
    child process with TF's default pool (`--default_pool_model`) to show the
-   effect. Grappler rewrites are off on both sides, so the profiled op names
+   effect; that row is checked against [simulated / P, simulated + ops run x
+   hand-off], the hand-off measured in the child (docs/measure.md). Grappler rewrites are off on both sides, so the profiled op names
    are the ops the session runs.
 
 2. The paper reports that single-GPU NMT runs out of memory on a 12 GB K80
