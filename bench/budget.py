@@ -36,7 +36,11 @@ METHODS = [
     "learned_moves_off",
     "cost_model",
     "cost_model_off",
+    "cross_entropy",
+    "cross_entropy_off",
+    "cross_entropy_pretrained",
 ]
+PRETRAINED = "cross_entropy_pretrained"  # cross_entropy started from a pretrained graph policy (--policy)
 
 _GRAPHS = flags.DEFINE_list("graphs", PAPER + HELD_OUT, "Config specs of the graphs to place.")
 _SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds, one search per method and graph each.")
@@ -50,6 +54,10 @@ _OUT = flags.DEFINE_string("out", OUT, "Folder for results.json, curves and plot
 _WRITE = flags.DEFINE_bool("write", True, "Write the BENCHMARKS.md section.")
 _NOTE = flags.DEFINE_string("note", "", "A sentence for the section: what was left out, and why.")
 _COMBINE = flags.DEFINE_list("combine", [], "Run nothing: merge the results.json of these --out folders.")
+_POLICY = flags.DEFINE_string(
+    "policy", "", f"A placer-pretrain folder for {PRETRAINED}; empty: pretrain one into --out/policy first."
+)
+_PRETRAIN_STEPS = flags.DEFINE_integer("pretrain_steps", 2000, "Steps of that pretraining (configs/pretrain.py:small).")
 
 
 def config_for(spec: str, method: str):
@@ -66,20 +74,23 @@ def config_for(spec: str, method: str):
         tc.method = "seq2seq"
     elif method == "rl_fixed":  # today's seq2seq settings, from scratch
         tc.method, tc.warm_start = "seq2seq", ""
+    elif method == PRETRAINED:
+        tc.method = "cross_entropy"
     else:
         tc.method = method
     return config
 
 
-def run_one(spec: str, method: str, seed: int, budget: int, out: str, max_minutes: float) -> dict:
-    """One search of `budget` placements; returns its curve, overhead and timing."""
+def run_one(spec: str, method: str, seed: int, budget: int, out: str, max_minutes: float, policy: str = "") -> dict:
+    """One search of `budget` placements (`policy`: the pretrained folder of PRETRAINED); returns its curve,
+    overhead and timing."""
     from placer.rl import train_lib  # noqa: PLC0415 (TensorFlow)
 
     workdir = tempfile.mkdtemp(prefix=f"{method}-{seed}-", dir=out)
     t0 = time.time()
     s = train_lib.run(
         config_for(spec, method), workdir=workdir, steps=0, seed=seed, progress=False, log=lambda *_: None,
-        max_placements=budget, max_seconds=60 * max_minutes,
+        max_placements=budget, max_seconds=60 * max_minutes, init_from=policy if method == PRETRAINED else None,
     )  # fmt: skip
     return {
         "graph": spec,
@@ -93,6 +104,17 @@ def run_one(spec: str, method: str, seed: int, budget: int, out: str, max_minute
         "train_seconds": s["train_seconds"],
         "wall_seconds": time.time() - t0,
     }
+
+
+def pretrain(workdir: str, steps: int) -> str:
+    """Pretrains the graph policy on configs/pretrain.py:small (generated graphs only); returns its folder."""
+    from configs import pretrain as pretrain_config  # noqa: PLC0415
+    from placer.rl import pretrain_lib  # noqa: PLC0415 (TensorFlow)
+
+    t0 = time.time()
+    pretrain_lib.run(pretrain_config.get_config("small"), workdir=workdir, steps=steps, progress=False)
+    print(f"pretrained {steps} steps in {time.time() - t0:.0f} s: {workdir}", flush=True)
+    return workdir
 
 
 def main(argv):
@@ -114,11 +136,15 @@ def main(argv):
             "wall_seconds": _WALL.value,
             "max_minutes": _MAX_MINUTES.value,
         }
+        policy = _POLICY.value
+        if PRETRAINED in _METHODS.value and not policy:
+            policy = pretrain(os.path.join(_OUT.value, "policy"), _PRETRAIN_STEPS.value)
+        settings["policy"] = policy
         runs = []
         for spec in _GRAPHS.value:
             for seed in settings["seeds"]:
                 for method in _METHODS.value:
-                    r = run_one(spec, method, seed, budgets[-1], _OUT.value, _MAX_MINUTES.value)
+                    r = run_one(spec, method, seed, budgets[-1], _OUT.value, _MAX_MINUTES.value, policy)
                     print(f"{spec} {method} seed {seed}: {r['placements']} placements, best {r['best']:.4f} s, "
                           f"{r['wall_seconds']:.0f} s", flush=True)  # fmt: skip
                     runs.append(r)

@@ -119,7 +119,7 @@ class Plain:
 
     def restore(self) -> int:
         path = os.path.join(self.setup.workdir, STATE)
-        record = _read_state(path)
+        record = read_state(path)
         mine = {"method": self.name, "learning": self.learning, "fingerprint": self.setup.problem.graph.fingerprint()}
         mine["classes"] = int(self.space.allowed.shape[0])  # a larger budget continues at the saved cooling rate
         for key, value in mine.items():
@@ -134,8 +134,8 @@ class Plain:
         return {"policy": self.name, "learning": self.learning, "samples_per_step": search.BATCH}
 
 
-def _read_state(path: str) -> dict:
-    """A learner.json that `Plain.save` wrote.
+def read_state(path: str, keys=("model", "annealing")) -> dict:
+    """A learner.json that a learner's `save` wrote, holding `keys`.
 
     Raises:
       InputError: missing, unreadable or not such a file.
@@ -143,7 +143,8 @@ def _read_state(path: str) -> dict:
     try:
         with open(path) as f:
             record = json.load(f)
-        record["model"], record["annealing"]  # noqa: B018 (both present)
+        for key in keys:
+            record[key]  # noqa: B018 (present)
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InputError(f"{path}: cannot read the learner's state ({e})") from None
     return record
@@ -159,7 +160,7 @@ class LearnedMoves(Plain):
         super().__init__(setup, learning)
         self.model = move_models.MoveModel(self.space, setup.problem, setup.cluster)
         if setup.init_from:
-            self.model.load_shared(_read_state(os.path.join(setup.init_from, STATE))["model"])
+            self.model.load_shared(read_state(os.path.join(setup.init_from, STATE))["model"])
 
     def moves(self, rng, cur, k):
         return self.model.sample(rng, cur, k)

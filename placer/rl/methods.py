@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 from placer.core.errors import InputError
-from placer.rl import learn_anneal, learn_seq2seq
+from placer.rl import learn_anneal, learn_ce, learn_seq2seq
 
 METHODS = {
     # The paper's seq2seq policy trained by REINFORCE (or PPO, per config.placer.train.algorithm);
@@ -24,6 +24,9 @@ METHODS = {
     # Annealing whose neighbours are screened by a cost model fitted to the measurements so far.
     "cost_model": learn_anneal.CostModel,
     "cost_model_off": functools.partial(learn_anneal.CostModel, learning=False),
+    # A table of device probabilities per tie class trained on its elite samples (cross-entropy method).
+    "cross_entropy": learn_ce.CrossEntropy,
+    "cross_entropy_off": functools.partial(learn_ce.CrossEntropy, learning=False),
 }
 
 # The method placer-train runs unless told otherwise.
