@@ -4,8 +4,10 @@ Used to report how far a placement is from the best any placement could do:
 `step_time / lower_bound(graph, cluster)` is at least 1 under the simulator's
 model (op time = reference cost / device speed, devices run one op at a time).
 
-Definition. For op v let t(v, d) = cost(v, type(d)) / speed(d) be its time on
-device d (NaN costs excluded), and t*(v) = min_d t(v, d). Then
+Definition. For op v let t(v, d) = cost(v, type(d)) / speed(d) + dispatch(d)
+be its time on device d (NaN costs excluded; the dispatch is the simulator's
+per-op cost, the graph's calibration where it carries one, and ops a step
+never runs pay none), and t*(v) = min_d t(v, d). Then
 
   lower_bound = max(critical path, work / devices, reference work / speed)
 
@@ -26,17 +28,20 @@ from placer.core import dag
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
+from placer.measure import calibration
 
 
 def op_min_times(graph: OpGraph, cluster: Cluster) -> np.ndarray:
-    """Returns [n_ops] seconds of each op on its fastest device of the cluster.
+    """Returns [n_ops] seconds of each op on its fastest device of the cluster, its dispatch included.
 
     Raises:
       InputError: an op has no cost on any device type of the cluster.
     """
     if graph.num_ops == 0:
         return np.zeros(0)
-    times = np.stack([graph.cost_for(d.type) / d.speed for d in cluster.devices], 1)
+    cluster = calibration.calibrated(cluster, graph)
+    runs = graph.step_weights()
+    times = np.stack([graph.cost_for(d.type) / d.speed + runs * d.dispatch for d in cluster.devices], 1)
     bad = np.isnan(times).all(1)
     if bad.any():
         op = int(np.argmax(bad))

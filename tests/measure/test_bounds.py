@@ -48,3 +48,22 @@ def test_op_without_kernel_on_cluster_is_input_error():
     g = OpGraph.create("g", ["a"], ["T"], [], device_types=("TPU",), compute_cost=np.array([[1.0]]))
     with pytest.raises(InputError, match="'a'"):
         bounds.lower_bound(g, cpu_gpus([1.0]))
+
+
+def test_each_op_pays_its_fastest_devices_dispatch():
+    # a -> b; kernels CPU 0.8, 1.2 s and GPU 0.4, 0.6 s; dispatch 0.1 s per op on the CPU, 0.4 s on the GPU.
+    # Fastest with dispatch: a min(0.9, 0.8) = 0.8, b min(1.3, 1.0) = 1.0: path 1.8 s (kernels alone gave
+    # 1.0 s); work (0.8 + 1.0) / 2 devices = 0.9 s. single_gpu simulates 0.8 + 1.0 = 1.8 s: the bound is tight.
+    g = OpGraph.create(
+        "g", ["a", "b"], ["T"] * 2, [("a", "b")], device_types=("CPU", "GPU"),
+        compute_cost=np.array([[0.8, 0.4], [1.2, 0.6]]),
+    )  # fmt: skip
+    c = cl.make(
+        "c",
+        [
+            cl.Device("/device:CPU:0", "CPU", 10**9, dispatch=0.1),
+            cl.Device("/device:GPU:0", "GPU", 10**9, dispatch=0.4),
+        ],
+    )
+    assert bounds.lower_bound(g, c) == pytest.approx(1.8)
+    assert simulate(g, c, np.array([1, 1])).step_time == pytest.approx(1.8)

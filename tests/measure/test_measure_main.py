@@ -169,8 +169,9 @@ def test_step_time_busy_time_and_lower_bound_print_with_units(tmp_path):
     # Both ops on GPU:0: 3 us + 2 ms of compute, and k80x2's dispatch of 5 us per GPU op, twice:
     # 2.003 ms + 0.010 ms = 2.013 ms, 3 significant figures 2.01 ms (a .6f print said 0.002013 s).
     assert "step time: 2.01 ms" in lines
-    # Lower bound: the critical path of the fastest costs, 3 us + 2 ms = 2.003 ms; 2.013 / 2.003 = 1.005.
-    assert "lower bound: 2.00 ms (step time / lower bound = 1.00)" in lines
+    # Lower bound: the critical path of each op on its fastest device, its dispatch included (a: GPU 3 + 5 us
+    # against CPU 30 us + 0.781 us; b: GPU 2 ms + 5 us): 2.013 ms, and 2.013 / 2.013 = 1.00.
+    assert "lower bound: 2.01 ms (step time / lower bound = 1.00)" in lines
     busy = {line.split()[0]: line for line in lines if " busy " in line}
     assert "busy 0 s " in busy["/device:CPU:0"] and "busy 0 s " in busy["/device:GPU:1"]
     assert "busy 2.01 ms " in busy["/device:GPU:0"]  # its two ops and their dispatch: the whole step
