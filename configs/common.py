@@ -75,8 +75,9 @@ def train_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     # The learned method (placer/rl/methods.py registry): "seq2seq" is the paper's policy trained by
     # REINFORCE (or PPO, below); "learned_moves" and "cost_model" are annealing with learned
-    # proposals or with a learned cost model screening them; "*_off" are their learning-off
-    # ablations and "annealing" the plain search. Compared by bench/budget.py (docs/rl.md).
+    # proposals or with a learned cost model screening them; "cross_entropy" a per-class device
+    # distribution trained on its elite samples; "*_off" are their learning-off ablations and
+    # "annealing" the plain search. Compared by bench/budget.py (docs/rl.md).
     c.method = "seq2seq"
     # Placements per policy update; TF's hierarchical placer samples 4 (our choice of 16:
     # the simulator measures one in milliseconds).

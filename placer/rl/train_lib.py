@@ -104,7 +104,10 @@ def run(
         f"method={name}; prepared in {fmt.seconds(time.time() - t0)}"
     )
     skipped = skips_list_scheduling(placer.train.warm_start, graph.num_ops, placer.train)
-    log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from, skipped))
+    if methods.uses_warm_start(name) or resume:
+        log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from, skipped))
+    else:
+        log(f"warm start: not used by {name}, which chooses its own start")
     if init_from is not None and name == "seq2seq":
         log(f"policy from {init_from}: {transfer_lib.trained_on(transfer_lib.read_description(init_from))}")
     budget = max_placements or steps * int(placer.train.samples_per_step)
