@@ -18,11 +18,18 @@ placer-pretrain folder), the pretrained graph policy: the device frequencies
 of `prior_samples` placements drawn from it on this graph, which measures
 nothing.
 
+Once P has settled (no placement faster than the best so far for
+`patience` rounds), the search restarts around its best: P becomes the same
+mixture with the best placement in place of the start, and the elite is
+emptied, so that the rest of the budget explores another basin instead of
+re-measuring the one it settled in. The best placement itself is never
+lost (the search loop keeps it).
+
 Learning off (the ablation): P stays at its start, so the same loop draws
 from a frozen distribution.
 
 The settings (population 64, elite 10%, rate 0.4, floor 0.002, start mass
-0.5) are our choice, made on seeds 10, 11 and 12 of the paper graphs, apart
+0.5, patience 20 rounds) are our choice, made on seeds 10, 11 and 12 of the paper graphs, apart
 from the seeds bench/budget.py reports.
 """
 
@@ -57,20 +64,26 @@ class CrossEntropy:
         floor: float = 0.002,
         start_mass: float = 0.5,
         prior_samples: int = 256,
+        patience: int = 20,
     ):
         self.setup, self.learning = setup, learning
         self.population, self.rate, self.floor = int(population), float(rate), float(floor)
         self.elite = max(1, int(round(elite * self.population)))
         self.space = search.Space(setup.problem.graph, setup.cluster, setup.groups, 0)
         self.rng = np.random.default_rng(setup.seed)
-        allowed = self.space.allowed
-        uniform = allowed / allowed.sum(axis=1, keepdims=True)
         self.start = "single_gpu" if setup.init_from is None else f"pretrained policy {setup.init_from}"
-        self.P = (1 - start_mass) * uniform + start_mass * self._start_distribution(prior_samples)
-        self.rounds = 0
+        self.start_mass, self.patience = float(start_mass), int(patience)
+        self.P = self._mixture(self._start_distribution(prior_samples))
+        self.rounds = self.stale = self.restarts = 0
+        self.best_t, self.best_x = np.inf, None
         self._last = None
         self.elite_x = np.zeros((0, len(self.P)), np.int64)  # [E, L] the elite kept from the last round
         self.elite_t = np.zeros(0)  # [E] their step times (s)
+
+    def _mixture(self, table: np.ndarray) -> np.ndarray:
+        """[L, D] (1 - start_mass) x uniform over the allowed devices + start_mass x `table` (rows summing to 1)."""
+        allowed = self.space.allowed
+        return (1 - self.start_mass) * allowed / allowed.sum(axis=1, keepdims=True) + self.start_mass * table
 
     def _start_distribution(self, samples: int) -> np.ndarray:
         """[L, D] single_gpu as a one-hot table, or the pretrained policy's device frequencies."""
@@ -99,6 +112,11 @@ class CrossEntropy:
         t = np.array([m.step_time if m.ok and not m.flagged else np.inf for m in results], np.float64)
         cand = self._last[: len(t)]
         self.rounds += 1
+        j = int(np.argmin(t))
+        if t[j] < self.best_t:
+            self.best_t, self.best_x, self.stale = float(t[j]), cand[j].copy(), 0
+        else:
+            self.stale += 1
         if self.learning:
             x, tt = np.concatenate([cand, self.elite_x]), np.concatenate([t, self.elite_t])
             keep = np.argsort(tt, kind="stable")[: self.elite]
@@ -106,10 +124,15 @@ class CrossEntropy:
             freq = _frequencies(self.elite_x, self.P.shape[1])
             P = np.maximum((1 - self.rate) * self.P + self.rate * freq, self.floor) * self.space.allowed
             self.P = P / P.sum(axis=1, keepdims=True)
+            if self.stale >= self.patience and self.best_x is not None:
+                self.P = self._mixture(np.eye(self.P.shape[1])[self.best_x] * self.space.allowed)
+                self.elite_x, self.elite_t = self.elite_x[:0], self.elite_t[:0]
+                self.stale, self.restarts = 0, self.restarts + 1
         ok = np.isfinite(t)
         return {
             "mean_step_time": float(t[ok].mean()) if ok.any() else float("inf"),
             "entropy": float(-(self.P * np.log(np.maximum(self.P, 1e-300))).sum(axis=1).mean()),
+            "restarts": self.restarts,
         }
 
     def best(self):
@@ -129,13 +152,14 @@ class CrossEntropy:
             "P": self.P.tolist(),
             "elite": self.elite_x.tolist(),
             "elite_t": self.elite_t.tolist(),
+            "search": [self.stale, self.restarts, self.best_t, None if self.best_x is None else self.best_x.tolist()],
             "rng": self.rng.bit_generator.state,
         }
         atomic.write_text(os.path.join(self.setup.workdir, STATE), json.dumps(record))
 
     def restore(self) -> int:
         path = os.path.join(self.setup.workdir, STATE)
-        record = learn_anneal.read_state(path, ("P", "elite", "elite_t", "rng"))
+        record = learn_anneal.read_state(path, ("P", "elite", "elite_t", "search", "rng"))
         mine = {"method": self.name, "learning": self.learning, "fingerprint": self.setup.problem.graph.fingerprint()}
         mine["classes"] = int(self.space.allowed.shape[0])
         for key, value in mine.items():
@@ -145,9 +169,12 @@ class CrossEntropy:
             P = np.asarray(record["P"], np.float64).reshape(self.P.shape)
             elite_x = np.asarray(record["elite"], np.int64).reshape(-1, len(self.P))
             elite_t = np.asarray(record["elite_t"], np.float64).reshape(len(elite_x))
+            stale, restarts, best_t, best_x = record["search"]
+            best_x = None if best_x is None else np.asarray(best_x, np.int64).reshape(len(self.P))
         except (ValueError, TypeError) as e:
             raise InputError(f"{path}: cannot read the learner's state ({e})") from None
         self.P, self.rounds, self.elite_x, self.elite_t = P, int(record["rounds"]), elite_x, elite_t
+        self.stale, self.restarts, self.best_t, self.best_x = int(stale), int(restarts), float(best_t), best_x
         self.rng.bit_generator.state = record["rng"]
         return self.rounds
 

@@ -62,3 +62,17 @@ def test_save_and_restore_continue_the_same_search(tmp_path):
     c, _ = learner_on(parts_graph(5), cluster, tmp_path / "a")
     with pytest.raises(InputError, match="learner.json: made for another fingerprint"):
         c.restore()
+
+
+def test_restarts_around_the_best_once_settled(tmp_path):
+    lrn, _ = learner_on(parts_graph(3), cpu_and_gpus(1), tmp_path, population=3, elite=2 / 3, rate=0.5, patience=2)
+    rows = np.array([[0, 1, 1], [1, 1, 0], [1, 0, 0]])
+    lrn._last = rows
+    lrn.observe(None, [Measurement(2.0), Measurement(1.0), Measurement(3.0)])  # best so far: row 1, 1 s
+    for _ in range(2):  # two rounds without anything under 1 s: patience 2 is spent after the second
+        assert lrn.restarts == 0
+        lrn._last = rows
+        lrn.observe(None, [Measurement(4.0)] * 3)
+    # Half uniform over [CPU, GPU], half row 1 ([GPU, GPU, CPU]); the elite starts empty again.
+    assert lrn.restarts == 1 and len(lrn.elite_x) == 0
+    np.testing.assert_allclose(lrn.P, [[0.25, 0.75], [0.25, 0.75], [0.75, 0.25]])
