@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 
-from placer.rl import encoders
+from placer.rl import encoders, recurrence
 
 # The policy's name in run.json and summary.json.
 NAME = "seq2seq_attention"
@@ -142,9 +142,7 @@ class PlacementPolicy(keras.Model):
         prev = tf.concat([tf.fill([k, 1], self.num_devices), actions[:, :-1]], axis=1)
         per_device, per_group = self._input_gates(enc)
         z_in = tf.gather(per_device, tf.transpose(prev)) + per_group[:, tf.newaxis]  # [G, K, 4H]
-        zeros = tf.zeros([k, self.hidden_size])
-        hs, _ = tf.scan(lambda state, z: self._cell(z, *state), z_in, initializer=(zeros, zeros))
-        return tf.transpose(hs, [1, 0, 2])
+        return tf.transpose(recurrence.lstm(z_in, self.decoder.cell.recurrent_kernel), [1, 0, 2])
 
     # ----- public API -------------------------------------------------------
 
