@@ -1,13 +1,16 @@
-"""The policy's LSTM recurrence with its hand-written gradient, and the encoder built on it."""
+"""The policy's fast paths: the LSTM recurrence with its hand-written gradient, the encoder built on it, the
+attention head through precomputed values, and the same result for the same seed."""
 
 import math
 
 import numpy as np
 import tensorflow as tf
 
+from configs.common import placer_config
 from placer.measure.simulator import Simulator
 from placer.rl import encoders, recurrence
 from placer.rl import problem as problem_lib
+from placer.rl.policy import build_policy
 from placer.rl.reinforce import Trainer, seed_everything
 from tests.rl.test_reinforce import config, two_chains
 
@@ -93,3 +96,18 @@ def test_the_same_seed_gives_the_same_placements_and_weights_after_ppo_updates(t
     np.testing.assert_array_equal(a, b)
     for x, y in zip(wa, wb, strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+def test_logits_through_precomputed_values_equal_the_keras_layers_on_the_concatenated_context():
+    c = placer_config().policy
+    c.hidden_size, c.temperature, c.tanh_constant = 8, 2.0, 5.0
+    policy = build_policy(4, 3, 3, c, seed=0)
+    rng = np.random.default_rng(0)
+    enc = policy.encode(rng.integers(0, 4, 5).astype(np.int32), rng.normal(size=(5, 3)).astype(np.float32))
+    dec = tf.constant(rng.normal(size=(2, 5, 8)).astype(np.float32))
+    # The paper's head: context = softmax(dec W enc^T) enc, logits = out(combine([dec, context])),
+    # divided by the temperature (2) and bounded by 5 tanh(.).
+    context = tf.nn.softmax(tf.einsum("kth,gh->ktg", policy.attention_w(dec), enc[0]), axis=-1) @ enc[0]
+    raw = policy.output_layer(policy.combine(tf.concat([dec, context], -1)))
+    want = 5.0 * tf.tanh(raw / 2.0)
+    np.testing.assert_allclose(policy._logits(dec, enc, policy._keys(enc)).numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
