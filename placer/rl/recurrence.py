@@ -24,19 +24,45 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+# Steps per loop iteration: the loop's own bookkeeping (about as costly as the small products of an encoder
+# step) is paid once per UNROLL steps. The sequence is padded with zero gates to a multiple of it; padded steps
+# come after the real ones, so they change no output, and their gradients are zero.
+UNROLL = 8
 
-def _states(z_in: tf.Tensor, kernel: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """Runs the recurrence: ([T, B..., K, H] outputs h, the same shape of cells c, [T, B..., K, 4H] gates z)."""
+
+def _chunked(x: tf.Tensor) -> tf.Tensor:
+    """[T, ...] -> [ceil(T / UNROLL), UNROLL, ...], zeros after the last step."""
+    pad = -tf.shape(x)[0] % UNROLL
+    x = tf.concat([x, tf.zeros(tf.concat([[pad], tf.shape(x)[1:]], 0), x.dtype)], 0)
+    return tf.reshape(x, tf.concat([[-1, UNROLL], tf.shape(x)[1:]], 0))
+
+
+def _unchunked(x: tf.Tensor, steps: tf.Tensor) -> tf.Tensor:
+    """The inverse of `_chunked`: [T, ...] without the padding."""
+    return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], 0))[:steps]
+
+
+def _states(z_in: tf.Tensor, kernel: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Runs the recurrence: ([T, B..., K, H] cells c, [T, B..., K, 4H] gates z); the outputs follow from both."""
     h0 = tf.zeros(tf.concat([tf.shape(z_in)[1:-1], tf.shape(kernel)[-2:-1]], 0), z_in.dtype)
+    chunks = _chunked(z_in)
 
-    def step(state, z_t):
-        h, c, _ = state
-        z = z_t + tf.matmul(h, kernel)
-        i, f, g, o = tf.split(z, 4, axis=-1)
-        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-        return tf.sigmoid(o) * tf.tanh(c), c, z
+    def step(state, z_chunk):
+        h, c, _, _ = state
+        cs, zs = [], []
+        for z_t in tf.unstack(z_chunk, UNROLL):
+            z = z_t + tf.matmul(h, kernel)
+            i, f, g, o = tf.split(z, 4, axis=-1)
+            c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+            h = tf.sigmoid(o) * tf.tanh(c)
+            cs.append(c)
+            zs.append(z)
+        return h, c, tf.stack(cs), tf.stack(zs)
 
-    return tf.scan(step, z_in, initializer=(h0, h0, tf.zeros_like(z_in[0])))
+    init = (h0, h0, tf.zeros(tf.concat([[UNROLL], tf.shape(h0)], 0)), tf.zeros_like(chunks[0]))
+    _, _, cs, zs = tf.scan(step, chunks, initializer=init)
+    steps = tf.shape(z_in)[0]
+    return _unchunked(cs, steps), _unchunked(zs, steps)
 
 
 def _shift(x: tf.Tensor) -> tf.Tensor:
@@ -56,31 +82,40 @@ def lstm(z_in: tf.Tensor, kernel: tf.Tensor):
     Returns:
       [T, B..., K, H] the output h of every step; differentiable in both arguments.
     """
-    h, c, z = _states(z_in, kernel)
+    c, z = _states(z_in, kernel)
+    i, f, g, o = tf.split(z, 4, axis=-1)
+    o, tc = tf.sigmoid(o), tf.tanh(c)
+    h = o * tc  # the loop's outputs, the same ops on all steps at once
 
     def grad(dh):
         # Backpropagation through time for c_t = f c_t-1 + i g, h_t = o tanh(c_t):
         #   dc_t = dc from step t+1 (times f_t+1) + dh_t o_t (1 - tanh^2 c_t),
         #   dz_t = [dc_t g i(1-i), dc_t c_t-1 f(1-f), dc_t i (1-g^2), dh_t tanh(c_t) o(1-o)],
         #   dh_t-1 gets dz_t kernel^T. Only dh and dc run through the loop.
-        i, f, g, o = tf.split(z, 4, axis=-1)
-        i, f, g, o = tf.sigmoid(i), tf.sigmoid(f), tf.tanh(g), tf.sigmoid(o)
-        tc = tf.tanh(c)
+        si, sf, tg = tf.sigmoid(i), tf.sigmoid(f), tf.tanh(g)
         into_c = o * (1.0 - tc * tc)
-        local = tf.concat([g * i * (1.0 - i), _shift(c) * f * (1.0 - f), i * (1.0 - g * g), tc * o * (1.0 - o)], -1)
+        local = tf.concat(
+            [tg * si * (1.0 - si), _shift(c) * sf * (1.0 - sf), si * (1.0 - tg * tg), tc * o * (1.0 - o)], -1
+        )
         back_kernel = tf.linalg.matrix_transpose(kernel)
 
-        def back(carry, x):
+        def back(carry, chunk):
             dh_later, dc_later, _ = carry  # dc_later: the cell gradient from step t+1, times f_t+1
-            dh_t, into_c_t, local_t, f_t = x
-            d = dh_t + dh_later
-            dc = dc_later + d * into_c_t
-            dz = tf.concat([dc, dc, dc, d], -1) * local_t
-            return tf.matmul(dz, back_kernel), dc * f_t, dz
+            dzs = []
+            for dh_t, into_c_t, local_t, f_t in reversed(
+                list(zip(*[tf.unstack(x, UNROLL) for x in chunk], strict=True))
+            ):
+                d = dh_t + dh_later
+                dc = dc_later + d * into_c_t
+                dz = tf.concat([dc, dc, dc, d], -1) * local_t
+                dh_later, dc_later = tf.matmul(dz, back_kernel), dc * f_t
+                dzs.append(dz)
+            return dh_later, dc_later, tf.stack(dzs[::-1])
 
+        chunks = tuple(_chunked(x) for x in (dh, into_c, local, sf))
         zeros = tf.zeros_like(h[0])
-        init = (zeros, zeros, tf.zeros_like(z[0]))
-        _, _, dz = tf.scan(back, (dh, into_c, local, f), initializer=init, reverse=True)
+        _, _, dz = tf.scan(back, chunks, initializer=(zeros, zeros, tf.zeros_like(chunks[2][0])), reverse=True)
+        dz = _unchunked(dz, tf.shape(z)[0])
         d_kernel = tf.einsum("t...kh,t...kz->...hz", _shift(h), dz)
         return dz, tf.reshape(d_kernel, tf.shape(kernel))
 

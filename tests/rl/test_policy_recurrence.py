@@ -57,10 +57,11 @@ def _reference(z_in, kernel):
 
 def test_gradient_equals_autodiff_of_the_looped_cell_for_stacked_lstms():
     rng = np.random.default_rng(0)
-    # Two LSTMs side by side (B = 2, as the encoder's directions), 3 sequences, 4 units, 6 steps.
-    z_in = tf.Variable(rng.normal(size=(6, 2, 3, 16)).astype(np.float32))
+    # Two LSTMs side by side (B = 2, as the encoder's directions), 3 sequences, 4 units, 11 steps (one full loop
+    # iteration of UNROLL = 8 steps and one padded).
+    z_in = tf.Variable(rng.normal(size=(11, 2, 3, 16)).astype(np.float32))
     kernel = tf.Variable(rng.normal(scale=0.5, size=(2, 4, 16)).astype(np.float32))
-    weights = tf.constant(rng.normal(size=(6, 2, 3, 4)).astype(np.float32))  # a loss that reads every output
+    weights = tf.constant(rng.normal(size=(11, 2, 3, 4)).astype(np.float32))  # a loss that reads every output
     grads = []
     for fn in (recurrence.lstm, _reference):
         with tf.GradientTape() as tape:
