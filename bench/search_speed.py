@@ -214,8 +214,9 @@ def main(argv):
         lines += ["", *pol]
     lines += [
         "",
-        f"Commit {report.commit()}; load average during the run {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
-        "(wall times on a shared machine; the side-by-side ratios are the steadier figures).",
+        f"Commit {report.commit()}; load average during the run {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
+        f"the process pinned to {len(os.sched_getaffinity(0))} of them "
+        "(wall times on a shared machine; the side-by-side ratios and CPU times are the steadier figures).",
     ]
     body = "\n".join(lines)
     print(body)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import tensorflow as tf
 import tf_keras as keras
 
 from placer.core.errors import InputError
-from placer.rl import graph_policy
+from placer.rl import graph_policy, recurrence
 
 
 class BiLSTMEncoder(keras.layers.Layer):
@@ -37,8 +38,25 @@ class BiLSTMEncoder(keras.layers.Layer):
         )
 
     def call(self, x):
-        """[1, G, H] inputs -> [1, G, 2 * (H // 2)] states."""
-        return self.rnn(x)
+        """[B, G, H] inputs -> [B, G, 2 * (H // 2)] states.
+
+        The Keras layers hold the weights (and checkpoints name them); both
+        directions run in one recurrence (placer.rl.recurrence), the backward
+        one over the reversed groups, and its states are reversed back, as
+        `keras.layers.Bidirectional` returns them.
+        """
+        if not self.rnn.built:  # as calling the layer would: same weight names and, per seed, values
+            with tf.name_scope(self.rnn.name):
+                self.rnn.build(x.shape)
+        fw, bw = self.rnn.forward_layer.cell, self.rnn.backward_layer.cell
+        b, g, width = tf.shape(x)[0], tf.shape(x)[1], tf.shape(x)[2]
+        rows = tf.reshape(tf.transpose(x, [1, 0, 2]), [-1, width])  # [G B, H], group-major
+        # Both directions' input gates in one product per direction, rows reshaped (not a batched
+        # product, whose kernel gradient would be summed over G afterwards).
+        z_fw = tf.reshape(tf.matmul(rows, fw.kernel) + fw.bias, [g, b, -1])
+        z_bw = tf.reverse(tf.reshape(tf.matmul(rows, bw.kernel) + bw.bias, [g, b, -1]), [0])
+        h = recurrence.lstm(tf.stack([z_fw, z_bw], 1), tf.stack([fw.recurrent_kernel, bw.recurrent_kernel]))
+        return tf.transpose(tf.concat([h[:, 0], tf.reverse(h[:, 1], [0])], -1), [1, 0, 2])  # h: [G, 2, B, H // 2]
 
 
 ENCODERS: dict[str, Callable[..., keras.layers.Layer]] = {

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 
-from placer.rl import encoders
+from placer.rl import encoders, recurrence
 
 # The policy's name in run.json and summary.json.
 NAME = "seq2seq_attention"
@@ -102,12 +102,32 @@ class PlacementPolicy(keras.Model):
             self.attention_w.build((None, self.hidden_size))
         return tf.matmul(enc[0], self.attention_w.kernel, transpose_b=True)
 
-    def _logits(self, dec: tf.Tensor, enc: tf.Tensor, keys: tf.Tensor) -> tf.Tensor:
-        """Bounded logits from decoder states [K, T, H], encoder states [1, G, H] and keys [G, H] -> [K, T, D]."""
-        scores = tf.einsum("kth,gh->ktg", dec, keys)
-        context = tf.einsum("ktg,gh->kth", tf.nn.softmax(scores, axis=-1), enc[0])
-        logits = self.output_layer(self.combine(tf.concat([dec, context], axis=-1)))
-        logits = logits / self.temperature
+    def _values(self, enc: tf.Tensor) -> tf.Tensor:
+        """Attention values [G, H]: the encoder states through the combine layer's context half, once per call.
+
+        combine([dec, context]) = tanh(dec Wd + context Wc + b) with context = a enc
+        (a the attention weights), and (a enc) Wc = a (enc Wc): the context's product
+        with Wc costs G H^2 multiply-adds here instead of K T H^2.
+        """
+        if not self.combine.built:  # built here, in the order calling the layers did: same weights per seed
+            self.combine.build((None, self.hidden_size + enc.shape[-1]))
+            self.output_layer.build((None, self.hidden_size))
+        return tf.matmul(enc[0], self.combine.kernel[self.hidden_size :])
+
+    def _logits(self, dec: tf.Tensor, enc: tf.Tensor, keys: tf.Tensor, values: tf.Tensor | None = None) -> tf.Tensor:
+        """Bounded logits from decoder states [..., H], encoder states [1, G, H] and keys [G, H] -> [..., D].
+
+        `values` are `_values(enc)`, computed here when not given. Every product is a 2-D one over the
+        decoder states' rows (a batched product broadcast over them would sum its weight gradient afterwards).
+        """
+        if values is None:
+            values = self._values(enc)
+        rows = tf.reshape(dec, [-1, self.hidden_size])
+        attention = tf.nn.softmax(tf.matmul(rows, keys, transpose_b=True), axis=-1)  # [rows, G]
+        hidden = tf.matmul(rows, self.combine.kernel[: self.hidden_size]) + tf.matmul(attention, values)
+        hidden = tf.tanh(hidden + self.combine.bias)
+        logits = tf.matmul(hidden, self.output_layer.kernel) + self.output_layer.bias
+        logits = tf.reshape(logits, tf.concat([tf.shape(dec)[:-1], [self.num_devices]], 0)) / self.temperature
         if self.tanh_constant > 0:
             logits = self.tanh_constant * tf.tanh(logits)
         return logits
@@ -142,9 +162,7 @@ class PlacementPolicy(keras.Model):
         prev = tf.concat([tf.fill([k, 1], self.num_devices), actions[:, :-1]], axis=1)
         per_device, per_group = self._input_gates(enc)
         z_in = tf.gather(per_device, tf.transpose(prev)) + per_group[:, tf.newaxis]  # [G, K, 4H]
-        zeros = tf.zeros([k, self.hidden_size])
-        hs, _ = tf.scan(lambda state, z: self._cell(z, *state), z_in, initializer=(zeros, zeros))
-        return tf.transpose(hs, [1, 0, 2])
+        return tf.transpose(recurrence.lstm(z_in, self.decoder.cell.recurrent_kernel), [1, 0, 2])
 
     # ----- public API -------------------------------------------------------
 
@@ -187,6 +205,7 @@ class PlacementPolicy(keras.Model):
         enc = self.encode(type_ids, features)
         keys = self._keys(enc)
         per_device, per_group = self._input_gates(enc)
+        values = self._values(enc)
         g = tf.shape(type_ids)[0]
         k = num_samples
         h = tf.zeros([k, self.hidden_size])
@@ -195,7 +214,7 @@ class PlacementPolicy(keras.Model):
         out = tf.TensorArray(tf.int32, size=g, clear_after_read=False, element_shape=tf.TensorShape([None]))
         for t in tf.range(g):
             h, c = self._cell(tf.gather(per_device, prev) + per_group[t], h, c)
-            logits = self._logits(h[:, tf.newaxis], enc, keys)[:, 0]
+            logits = self._logits(h, enc, keys, values)
             logits += noise_std * tf.random.stateless_normal(tf.shape(logits), seed=seed + [t, 0])
             logits += mask_bias[t][tf.newaxis]
             sampled = tf.random.stateless_categorical(logits, 1, seed=seed + [0, t], dtype=tf.int32)[:, 0]
