@@ -182,7 +182,7 @@ def level_rows(spec: str, count: int, steps: int, seed: int = 0) -> list[dict]:
     grp = np.asarray(groups.op_group, np.int64)
     first = np.full(groups.num_groups, -1)
     first[grp[::-1]] = np.arange(len(grp))[::-1]
-    for p in fidelity_split.random_placements(problem, count, seed):
+    for p in fidelity_split.random_placements(problem, graph, cluster, groups, count, seed):
         group_dev = np.asarray(p.devices, np.int64)[first]
         grouped = Placement.from_groups(graph, grp, group_dev, p.device_names)
         op_only = Placement.from_ops(graph, group_dev[grp], p.device_names)

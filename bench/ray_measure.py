@@ -47,8 +47,8 @@ def _measurers(samples: int, seed: int):
     config = nmt.get_config("tiny")
     cluster = local_cluster.load(CLUSTER)
     loaded = pipeline.load_graph(cluster, config=config, need_model=True)
-    problem, _ = problem_lib.make_problem(loaded.graph, cluster, config.placer)
-    placements = random_placements(problem, samples, seed)
+    problem, groups = problem_lib.make_problem(loaded.graph, cluster, config.placer)
+    placements = random_placements(problem, loaded.graph, cluster, groups, samples, seed)
     ray.init(resources={RESOURCE: 3}, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     measurers = {"in process": registry.make_measurer("session", loaded.graph, cluster, model=loaded.model)}
     for n in (1, 2):
