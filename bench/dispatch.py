@@ -41,7 +41,8 @@ import numpy as np
 from absl import app, flags
 
 from bench import report
-from graphs.costs_calibrate import chain_graph, pool_handoff, step_clocks
+from graphs.costs_calibrate import chain_graph, pool_handoff
+from placer.core.clocks import median_clocks
 
 _LENGTHS = flags.DEFINE_list("lengths", ["0", "500", "1000", "2000"], "Chain lengths (ops).")
 _STEPS = flags.DEFINE_integer("steps", 30, "Timed steps per chain (median kept), after 5 warm-up steps.")
@@ -58,7 +59,7 @@ def time_chain(n: int, devices: int, steps: int, leaves: bool = False) -> tuple[
     with tf.compat.v1.Session(graph=g, config=session_config(2, rewrite=False)) as sess:
         for _ in range(5):
             sess.run(fetch)
-        wall, cpu = step_clocks(lambda: sess.run(fetch), steps)
+        wall, cpu = median_clocks(lambda: sess.run(fetch), steps)
         md = tf.compat.v1.RunMetadata()
         sess.run(fetch, options=tf.compat.v1.RunOptions(trace_level=3), run_metadata=md)
     traced = [

@@ -88,13 +88,13 @@ def session_clocks(model, graph, cluster, devices: np.ndarray, steps: int) -> tu
 
     Placed and run as placer.measure.session.SessionMeasurer runs a placement
     (every node's device set, soft placement off, Grappler rewrites off, 2
-    warm-up steps), with both clocks read around each step (graphs.costs_calibrate.step_clocks).
+    warm-up steps), with both clocks read around each step (placer.core.clocks.median_clocks).
     """
     import tensorflow as tf  # noqa: PLC0415
 
     from graphs import tf_util  # noqa: PLC0415
-    from graphs.costs_calibrate import step_clocks  # noqa: PLC0415
     from graphs.tf_session import as_metagraph, import_for_session, session_config  # noqa: PLC0415
+    from placer.core.clocks import median_clocks  # noqa: PLC0415
 
     mg = tf_util.placed_metagraph(as_metagraph(model), graph, devices, cluster.device_names)
     g, fetches, init = import_for_session(mg)
@@ -102,7 +102,7 @@ def session_clocks(model, graph, cluster, devices: np.ndarray, steps: int) -> tu
         sess.run(init)
         for _ in range(2):
             sess.run(fetches)
-        return step_clocks(lambda: sess.run(fetches), steps)
+        return median_clocks(lambda: sess.run(fetches), steps)
 
 
 def _simulate(graph, cluster, placement) -> dict:

@@ -6,7 +6,6 @@ import json
 import os
 import platform
 import re
-import statistics
 import subprocess
 import sys
 import time
@@ -81,17 +80,3 @@ def run_child(code: str, args: list[str], timeout_s: float) -> dict | str:
             return json.loads(line[len("RESULT ") :])
     err = r.stderr.strip()
     return f"failed: {err.splitlines()[-1] if err else r.returncode}"
-
-
-def median_time(fn, repeats: int) -> tuple[float, float]:
-    """Returns the medians of (wall seconds, CPU seconds of this process) of `fn()`.
-
-    CPU time is quoted too because the machine may be shared: it is what the
-    simulator itself costs, whatever else runs."""
-    wall, cpu = [], []
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    return statistics.median(wall), statistics.median(cpu)

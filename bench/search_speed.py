@@ -22,6 +22,7 @@ import numpy as np
 from absl import app, flags
 
 from bench import report
+from placer.core import clocks
 
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed runs of each figure; medians are reported.")
 _BATCH = flags.DEFINE_integer("batch", 64, "Placements per simulator call in the side-by-side timing.")
@@ -67,8 +68,8 @@ def bench_simulator(graph, cluster, repeats: int, batch: int) -> tuple[list[str]
     sim.run(dev[:2])  # compile
     rows, fig = [], {}
     for k in (batch, 1):
-        new_w, new_c = report.median_time(lambda k=k: sim.run(dev[:k]), repeats)
-        old_w, old_c = report.median_time(lambda k=k: sim.run(dev[:k], compiled=False), repeats)
+        new_w, new_c = clocks.median_clocks(lambda k=k: sim.run(dev[:k]), repeats)
+        old_w, old_c = clocks.median_clocks(lambda k=k: sim.run(dev[:k], compiled=False), repeats)
         fig[k] = (new_c / k, old_c / k)
         rows.append(
             f"| {k} | {new_w / k * 1e3:.2f} | {new_c / k * 1e3:.2f} | {old_w / k * 1e3:.2f} | {old_c / k * 1e3:.2f} "

@@ -18,6 +18,7 @@ import numpy as np
 from absl import app, flags
 
 from bench import report
+from placer.core import clocks
 
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed runs; medians are reported.")
 _BATCH = flags.DEFINE_integer("batch", 1024, "Placements per batched call.")
@@ -56,7 +57,7 @@ def bench_nmt(cluster, repeats: int, batch: int) -> tuple[list[str], dict]:
     rows = []
     figures = {}
     for k in (batch, 64, 4, 1):
-        t, c = report.median_time(lambda k=k: sim.measure_devices(placements[:k]), repeats)
+        t, c = clocks.median_clocks(lambda k=k: sim.measure_devices(placements[:k]), repeats)
         rows.append(f"| {k} | {t * 1e3:.1f} | {k / t:,.0f} | {k / c:,.0f} |")
         figures[k] = (k / t, k / c)
     ms = sim.measure_devices(placements[:batch])
@@ -94,11 +95,11 @@ def bench_inception(cluster, repeats: int) -> list[str]:
     t0 = time.perf_counter()
     sim = Simulator(graph, cluster)
     init_s = time.perf_counter() - t0
-    sim_s, sim_c = report.median_time(lambda: sim.measure([placement]), repeats)
+    sim_s, sim_c = clocks.median_clocks(lambda: sim.measure([placement]), repeats)
     t0 = time.perf_counter()
     grappler = GrapplerMeasurer(loaded.model.metagraph, graph, cluster)
     ginit_s = time.perf_counter() - t0
-    g_s, g_c = report.median_time(lambda: grappler.measure([placement]), max(2, repeats // 2))
+    g_s, g_c = clocks.median_clocks(lambda: grappler.measure([placement]), max(2, repeats // 2))
     sm = sim.measure([placement])[0]
     gm = grappler.measure([placement])[0]
     ratio = g_s / sim_s

@@ -39,12 +39,12 @@ chain of scalar ops that hands every link to the pool (`relay_graph`).
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import numpy as np
 import tensorflow as tf
 
 from graphs.tf_session import session_config
+from placer.core import clocks
 
 CHAIN_LINKS = 150  # links of each calibration chain: 150 x 2 x ~0.3 us, far above the clock's resolution
 CHAIN_STEPS = 20  # timed steps per chain (median kept), after 5 warm-up steps
@@ -121,22 +121,6 @@ def pool_config(threads: int) -> tf.compat.v1.ConfigProto:
     return config
 
 
-def step_clocks(run, steps: int) -> tuple[float, float]:
-    """(median wall seconds, median CPU seconds of this process) per call of `run`, over `steps` calls.
-
-    CPU time counts every thread of the process (the inter-op thread runs the
-    ops) and leaves out the time other jobs hold the cores, which wall time
-    on a shared machine includes.
-    """
-    wall, cpu = [], []
-    for _ in range(steps):
-        w0, c0 = time.perf_counter(), time.process_time()
-        run()
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    return float(np.median(wall)), float(np.median(cpu))
-
-
 def kernel_seconds(node_stats) -> float:
     """Seconds of one op's kernel window in a traced step (op_start to op_end, nanosecond fields)."""
     return max(node_stats.op_end_rel_nanos - node_stats.op_start_rel_nanos, 0) * 1e-9
@@ -149,7 +133,7 @@ def _chain_cpu(n: int, devices: int, leaves: bool, steps: int, traced: bool = Fa
     with tf.compat.v1.Session(graph=g, config=session_config(devices, rewrite=False)) as sess:
         for _ in range(5):
             sess.run(fetch)
-        _, cpu = step_clocks(lambda: sess.run(fetch), steps)
+        _, cpu = clocks.median_clocks(lambda: sess.run(fetch), steps)
         for _ in range(3 if traced else 0):
             md = tf.compat.v1.RunMetadata()
             sess.run(fetch, options=tf.compat.v1.RunOptions(trace_level=3), run_metadata=md)
@@ -172,7 +156,7 @@ def _relay_wall(n: int, threads: int, steps: int) -> float:
     with tf.compat.v1.Session(graph=g, config=pool_config(threads)) as sess:
         for _ in range(5):
             sess.run(fetch)
-        wall, _ = step_clocks(lambda: sess.run(fetch), steps)
+        wall, _ = clocks.median_clocks(lambda: sess.run(fetch), steps)
     return wall
 
 

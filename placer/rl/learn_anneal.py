@@ -102,29 +102,14 @@ class Plain:
         """Restores what `state` returned."""
 
     def save(self) -> None:
-        os.makedirs(self.setup.workdir, exist_ok=True)
-        record = {
-            "method": self.name,
-            "learning": self.learning,
-            "fingerprint": self.setup.problem.graph.fingerprint(),
-            "classes": int(self.space.allowed.shape[0]),
-            "budget": self.setup.budget,
-            "rounds": self.rounds,
-            "annealing": self.anneal.state(),
-            "model": self.state(),
-        }
-        atomic.write_text(os.path.join(self.setup.workdir, STATE), json.dumps(record))
+        write_state(
+            self, budget=self.setup.budget, rounds=self.rounds, annealing=self.anneal.state(), model=self.state()
+        )
 
     rounds = 0
 
     def restore(self) -> int:
-        path = os.path.join(self.setup.workdir, STATE)
-        record = read_state(path)
-        mine = {"method": self.name, "learning": self.learning, "fingerprint": self.setup.problem.graph.fingerprint()}
-        mine["classes"] = int(self.space.allowed.shape[0])  # a larger budget continues at the saved cooling rate
-        for key, value in mine.items():
-            if record.get(key) != value:
-                raise InputError(f"{path}: made for another {key} ({record.get(key)!r}, this run has {value!r})")
+        record = read_own_state(self, ("model", "annealing"))  # a larger budget continues at the saved cooling rate
         self.anneal.load_state(record["annealing"])
         self.load_state(record["model"])
         self.rounds = int(record["rounds"])
@@ -132,6 +117,37 @@ class Plain:
 
     def info(self) -> dict:
         return {"policy": self.name, "learning": self.learning, "samples_per_step": search.BATCH}
+
+
+def identity(learner) -> dict:
+    """What a learner's saved state must match to be restored: its method, learning on or off, the graph
+    (fingerprint) and its number of tie classes."""
+    return {
+        "method": learner.name,
+        "learning": learner.learning,
+        "fingerprint": learner.setup.problem.graph.fingerprint(),
+        "classes": int(learner.space.allowed.shape[0]),
+    }
+
+
+def write_state(learner, **fields) -> None:
+    """Writes `learner`'s identity and `fields` (JSON-serialisable) to its workdir's learner.json, atomically."""
+    os.makedirs(learner.setup.workdir, exist_ok=True)
+    atomic.write_text(os.path.join(learner.setup.workdir, STATE), json.dumps({**identity(learner), **fields}))
+
+
+def read_own_state(learner, keys) -> dict:
+    """The learner.json `write_state` wrote for `learner`, holding `keys`.
+
+    Raises:
+      InputError: missing, unreadable, or made for another method, setting, graph or grouping.
+    """
+    path = os.path.join(learner.setup.workdir, STATE)
+    record = read_state(path, keys)
+    for key, value in identity(learner).items():
+        if record.get(key) != value:
+            raise InputError(f"{path}: made for another {key} ({record.get(key)!r}, this run has {value!r})")
+    return record
 
 
 def read_state(path: str, keys=("model", "annealing")) -> dict:

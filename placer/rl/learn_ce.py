@@ -35,13 +35,9 @@ from the seeds bench/budget.py reports.
 
 from __future__ import annotations
 
-import json
-import os
-
 import numpy as np
 
 from baselines import search, single
-from placer.core import atomic
 from placer.core.errors import InputError
 from placer.rl import learn_anneal
 from placer.rl.learner import Setup
@@ -142,29 +138,14 @@ class CrossEntropy:
         return False
 
     def save(self) -> None:
-        os.makedirs(self.setup.workdir, exist_ok=True)
-        record = {
-            "method": self.name,
-            "learning": self.learning,
-            "fingerprint": self.setup.problem.graph.fingerprint(),
-            "classes": int(self.space.allowed.shape[0]),
-            "rounds": self.rounds,
-            "P": self.P.tolist(),
-            "elite": self.elite_x.tolist(),
-            "elite_t": self.elite_t.tolist(),
-            "search": [self.stale, self.restarts, self.best_t, None if self.best_x is None else self.best_x.tolist()],
-            "rng": self.rng.bit_generator.state,
-        }
-        atomic.write_text(os.path.join(self.setup.workdir, STATE), json.dumps(record))
+        best_x = None if self.best_x is None else self.best_x.tolist()
+        learn_anneal.write_state(
+            self, rounds=self.rounds, P=self.P.tolist(), elite=self.elite_x.tolist(), elite_t=self.elite_t.tolist(),
+            search=[self.stale, self.restarts, self.best_t, best_x], rng=self.rng.bit_generator.state,
+        )  # fmt: skip
 
     def restore(self) -> int:
-        path = os.path.join(self.setup.workdir, STATE)
-        record = learn_anneal.read_state(path, ("P", "elite", "elite_t", "search", "rng"))
-        mine = {"method": self.name, "learning": self.learning, "fingerprint": self.setup.problem.graph.fingerprint()}
-        mine["classes"] = int(self.space.allowed.shape[0])
-        for key, value in mine.items():
-            if record.get(key) != value:
-                raise InputError(f"{path}: made for another {key} ({record.get(key)!r}, this run has {value!r})")
+        record = learn_anneal.read_own_state(self, ("P", "elite", "elite_t", "search", "rng"))
         try:
             P = np.asarray(record["P"], np.float64).reshape(self.P.shape)
             elite_x = np.asarray(record["elite"], np.int64).reshape(-1, len(self.P))
@@ -172,7 +153,7 @@ class CrossEntropy:
             stale, restarts, best_t, best_x = record["search"]
             best_x = None if best_x is None else np.asarray(best_x, np.int64).reshape(len(self.P))
         except (ValueError, TypeError) as e:
-            raise InputError(f"{path}: cannot read the learner's state ({e})") from None
+            raise InputError(f"{self.setup.workdir}/{STATE}: cannot read the learner's state ({e})") from None
         self.P, self.rounds, self.elite_x, self.elite_t = P, int(record["rounds"]), elite_x, elite_t
         self.stale, self.restarts, self.best_t, self.best_x = int(stale), int(restarts), float(best_t), best_x
         self.rng.bit_generator.state = record["rng"]
