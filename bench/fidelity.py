@@ -75,7 +75,7 @@ _SMALL = flags.DEFINE_list(
     "Graphs of many small ops, each on 1 and split over 2 logical CPUs (bench/fidelity_small.py).",
 )
 _SMALL_STEPS = flags.DEFINE_integer("small_steps", 30, "Profiled and timed steps per round of the small graphs.")
-_SMALL_ROUNDS = flags.DEFINE_integer("small_rounds", 3, "Rounds of the small graphs; the median error is shown.")
+_SMALL_ROUNDS = flags.DEFINE_integer("small_rounds", 5, "Rounds of the small graphs; the median error is shown.")
 _LEVEL_MODEL = flags.DEFINE_string("level_model", "configs/nmt.py:tiny", "Model of the group-level/op-level rows.")
 _LEVEL_PLACEMENTS = flags.DEFINE_integer("level_placements", 6, "Random group placements of the level rows.")
 _SPLIT_MODELS = flags.DEFINE_list(
