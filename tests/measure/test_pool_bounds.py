@@ -50,6 +50,9 @@ def test_bench_verdict_names_the_bound_and_how_far_outside():
     # (5.5 - 5.25) / 5.25 = +4.8% beyond the upper end
     assert "**NOT met** (+4.8% beyond the upper end)" in outside
     assert bound_lines([dict(row, inter_op_threads=1, session_s=5.0)]) == []  # 1-thread rows have no bound
+    # The rounds 0.25 / 0.5 / 1.0 s: the upper end takes the largest, 3.75 + 3 x 1.0 = 6.75 s.
+    (spread,) = bound_lines([dict(row, session_s=5.5, handoff_rounds_s=[0.25, 0.5, 1.0])])
+    assert "[1.875, 6.75] s: **met**" in spread
 
 
 @pytest.mark.parametrize("threads", [0, -1])
