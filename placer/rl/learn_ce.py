@@ -69,7 +69,8 @@ class CrossEntropy:
         self.rng = np.random.default_rng(setup.seed)
         self.start = "single_gpu" if setup.init_from is None else f"pretrained policy {setup.init_from}"
         self.start_mass, self.patience = float(start_mass), int(patience)
-        self.P = self._mixture(self._start_distribution(prior_samples))
+        self.start_table = self._start_distribution(prior_samples)  # [L, D] single_gpu or the policy's shares
+        self.P = self._mixture(self.start_table)
         self.rounds = self.stale = self.restarts = 0
         self.best_t, self.best_x = np.inf, None
         self._last = None
@@ -137,26 +138,38 @@ class CrossEntropy:
     def finished(self) -> bool:
         return False
 
-    def save(self) -> None:
+    def state(self) -> dict:
+        """The search's state (JSON-serialisable): its table, kept elite, restart counters and generator."""
         best_x = None if self.best_x is None else self.best_x.tolist()
-        learn_anneal.write_state(
-            self, rounds=self.rounds, P=self.P.tolist(), elite=self.elite_x.tolist(), elite_t=self.elite_t.tolist(),
-            search=[self.stale, self.restarts, self.best_t, best_x], rng=self.rng.bit_generator.state,
-        )  # fmt: skip
+        return {
+            "rounds": self.rounds, "P": self.P.tolist(), "elite": self.elite_x.tolist(),
+            "elite_t": self.elite_t.tolist(), "search": [self.stale, self.restarts, self.best_t, best_x],
+            "rng": self.rng.bit_generator.state,
+        }  # fmt: skip
 
-    def restore(self) -> int:
-        record = learn_anneal.read_own_state(self, ("P", "elite", "elite_t", "search", "rng"))
+    def load_state(self, record: dict) -> None:
+        """Restores what `state` returned.
+
+        Raises:
+          InputError: a record of another shape.
+        """
         try:
             P = np.asarray(record["P"], np.float64).reshape(self.P.shape)
             elite_x = np.asarray(record["elite"], np.int64).reshape(-1, len(self.P))
             elite_t = np.asarray(record["elite_t"], np.float64).reshape(len(elite_x))
             stale, restarts, best_t, best_x = record["search"]
             best_x = None if best_x is None else np.asarray(best_x, np.int64).reshape(len(self.P))
-        except (ValueError, TypeError) as e:
+            self.rng.bit_generator.state = record["rng"]
+        except (ValueError, TypeError, KeyError) as e:
             raise InputError(f"{self.setup.workdir}/{STATE}: cannot read the learner's state ({e})") from None
         self.P, self.rounds, self.elite_x, self.elite_t = P, int(record["rounds"]), elite_x, elite_t
         self.stale, self.restarts, self.best_t, self.best_x = int(stale), int(restarts), float(best_t), best_x
-        self.rng.bit_generator.state = record["rng"]
+
+    def save(self) -> None:
+        learn_anneal.write_state(self, **self.state())
+
+    def restore(self) -> int:
+        self.load_state(learn_anneal.read_own_state(self, ("P", "elite", "elite_t", "search", "rng")))
         return self.rounds
 
     def info(self) -> dict:

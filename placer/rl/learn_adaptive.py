@@ -1,0 +1,152 @@
+"""Cross-entropy or annealing, whichever the first placements favour.
+
+The cross-entropy search (placer.rl.learn_ce) starts from a spread-out
+distribution, half uniform. Where single_gpu is already close to the best,
+that spread costs it its first thousand placements: on Inception-V3, 2 to 14
+of 64 samples of its start are faster than single_gpu, against 37 to 64 of
+64 on RNNLM and NMT (seeds 10 to 12, k80x4), and annealing's one-class moves
+from single_gpu lead it at 1,000 placements by 3 to 5%. So the first round
+measures single_gpu and `probe` samples of the cross-entropy start:
+
+- if the median sample is no slower than single_gpu (or single_gpu fails),
+  the cross-entropy search goes on, the probe being its first round;
+- else the search anneals from single_gpu (baselines.search.Annealing with
+  its fixed settings, cooled over the rest of the budget). Each move takes a
+  uniformly drawn tie class c to another allowed device drawn half uniformly
+  and half from a proposal table Q[c, :]. Q starts as the pretrained graph
+  policy's device shares on this graph (`init_from`, as the cross-entropy
+  start uses them), or uniform, and moves `rate` of the way toward the
+  destination of every measured move that made the placement faster: the
+  cross-entropy update on improving moves, as in Post (Gao et al., NeurIPS
+  2018).
+
+Learning off (the ablation): the cross-entropy table stays at its start and
+Q stays at its start. The settings (probe 8, rate 0.05) are our choice,
+made on seeds 10 to 19, apart from the seeds bench/budget.py reports.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from baselines import search, single
+from placer.core.errors import InputError
+from placer.rl import learn_anneal, learn_ce
+from placer.rl.learner import Setup
+
+
+class CrossEntropyOrAnnealing:
+    """The search of the module doc as a placer.rl.learner.Learner."""
+
+    name = "ce_or_annealing"
+
+    def __init__(self, setup: Setup, learning: bool = True, probe: int = 8, rate: float = 0.05):
+        if setup.budget <= 0:
+            raise InputError(f"{self.name}: needs a budget (--max_placements or --steps) to fit its cooling to")
+        self.setup, self.learning, self.probe, self.rate = setup, learning, int(probe), float(rate)
+        self.ce = learn_ce.CrossEntropy(setup, learning=learning)
+        self.space, self.rng = self.ce.space, self.ce.rng
+        allowed = self.space.allowed
+        uniform = allowed / allowed.sum(axis=1, keepdims=True)
+        self.Q = self.ce.start_table if setup.init_from else uniform  # [L, D] proposal table of the annealing branch
+        self.start = self.space.from_ops(single.place_single_gpu(self.space.graph, self.space.cluster).devices)
+        self.branch = None  # "cross_entropy" or "annealing" once the first round is measured
+        self.anneal = None
+        self.rounds = 0
+        self._last = None
+
+    def _annealing(self) -> search.Annealing:
+        # The first round's placements are spent; single_gpu, its start, counts as annealing's first.
+        budget = max(1, self.setup.budget - self.probe)
+        return search.Annealing(self.space, self.rng, budget, search.BATCH, search.T_START, search.T_END, self.moves)
+
+    def moves(self, rng, cur: np.ndarray, k: int) -> np.ndarray:
+        """[k, L] neighbours of `cur`: one tie class each, to a device drawn half uniformly, half from Q."""
+        allowed = self.space.allowed
+        movable = np.flatnonzero(allowed.sum(axis=1) > 1)
+        cand = np.repeat(cur[None], k, axis=0)
+        for i, c in enumerate(rng.choice(movable, size=k)):
+            other = allowed[c] & (np.arange(allowed.shape[1]) != cur[c])
+            q = np.where(other, self.Q[c], 0.0)
+            w = other / other.sum() + (q / q.sum() if q.sum() > 0 else other / other.sum())
+            cand[i, c] = rng.choice(allowed.shape[1], p=w / w.sum())
+        return cand
+
+    def propose(self, limit: int) -> np.ndarray:
+        if self.branch is None:
+            self.ce.propose(max(1, min(self.probe, limit - 1)))
+            self._last = np.concatenate([self.start[None], self.ce._last])[:limit]
+        elif self.branch == "cross_entropy":
+            return self.ce.propose(limit)
+        else:
+            self._last = self.anneal.propose()[:limit]
+        return self.space.groups.expand(self._last)
+
+    def observe(self, devices: np.ndarray, results) -> dict:
+        t = np.array([m.step_time if m.ok and not m.flagged else np.inf for m in results], np.float64)
+        cand = self._last[: len(t)]
+        self.rounds += 1
+        ok = np.isfinite(t)
+        mean = float(t[ok].mean()) if ok.any() else float("inf")
+        if self.branch == "cross_entropy":
+            return {**self.ce.observe(devices, results), "branch": 0}
+        if self.branch is None:
+            probe = t[1:]
+            if not np.isfinite(t[0]) or not len(probe) or np.median(probe) <= t[0]:
+                self.branch = "cross_entropy"
+                self.ce._last = cand[1:]
+                return {**self.ce.observe(devices[1:], results[1:]), "branch": 0}
+            self.branch, self.anneal = "annealing", self._annealing()
+            self.anneal.observe(cand[:1], t[:1])
+            return {"mean_step_time": mean, "branch": 1}
+        cur, cur_t = self.anneal.cur, self.anneal.cur_t
+        self.anneal.observe(cand, t)
+        if self.learning:
+            self.learn(cand, t, cur, cur_t)
+        return {"mean_step_time": mean, "current_step_time": float(self.anneal.cur_t), "branch": 1}
+
+    def learn(self, cand: np.ndarray, t: np.ndarray, cur: np.ndarray, cur_t: float) -> None:
+        """Moves Q[c] `rate` of the way toward d for every neighbour (class c moved to d) faster than `cur`."""
+        for x in cand[t < cur_t]:
+            for c in np.flatnonzero(x != cur):
+                self.Q[c] *= 1 - self.rate
+                self.Q[c, x[c]] += self.rate
+
+    def best(self):
+        return None
+
+    def finished(self) -> bool:
+        return self.branch == "annealing" and self.anneal.finished()
+
+    def save(self) -> None:
+        learn_anneal.write_state(
+            self, rounds=self.rounds, branch=self.branch, ce=self.ce.state(), Q=self.Q.tolist(),
+            annealing=None if self.anneal is None else self.anneal.state(),
+        )  # fmt: skip
+
+    def restore(self) -> int:
+        record = learn_anneal.read_own_state(self, ("branch", "ce", "Q", "annealing"))
+        if record["branch"] not in (None, "cross_entropy", "annealing"):
+            raise InputError(f"{self.setup.workdir}/{learn_anneal.STATE}: unknown branch {record['branch']!r}")
+        self.ce.load_state(record["ce"])
+        self.branch = record["branch"]
+        try:
+            self.Q = np.asarray(record["Q"], np.float64).reshape(self.Q.shape)
+        except (ValueError, TypeError) as e:
+            raise InputError(
+                f"{self.setup.workdir}/{learn_anneal.STATE}: cannot read the learner's state ({e})"
+            ) from None
+        if self.branch == "annealing":
+            self.anneal = self._annealing()
+            self.anneal.load_state(record["annealing"])
+        self.rounds = int(record["rounds"])
+        return self.rounds
+
+    def info(self) -> dict:
+        return {
+            "policy": "cross-entropy table, or annealing with a proposal table",
+            "learning": self.learning,
+            "samples_per_step": self.ce.population,
+            "start": self.ce.start,
+            "branch": self.branch,
+        }
