@@ -39,8 +39,12 @@ METHODS = [
     "cross_entropy",
     "cross_entropy_off",
     "cross_entropy_pretrained",
+    "ce_or_annealing",
+    "ce_or_annealing_off",
+    "ce_or_annealing_pretrained",
 ]
-PRETRAINED = "cross_entropy_pretrained"  # cross_entropy started from a pretrained graph policy (--policy)
+# Methods started from a pretrained graph policy (--policy): bench name -> placer-train method.
+PRETRAINED = {"cross_entropy_pretrained": "cross_entropy", "ce_or_annealing_pretrained": "ce_or_annealing"}
 
 _GRAPHS = flags.DEFINE_list("graphs", PAPER + HELD_OUT, "Config specs of the graphs to place.")
 _SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds, one search per method and graph each.")
@@ -55,7 +59,7 @@ _WRITE = flags.DEFINE_bool("write", True, "Write the BENCHMARKS.md section.")
 _NOTE = flags.DEFINE_string("note", "", "A sentence for the section: what was left out, and why.")
 _COMBINE = flags.DEFINE_list("combine", [], "Run nothing: merge the results.json of these --out folders.")
 _POLICY = flags.DEFINE_string(
-    "policy", "", f"A placer-pretrain folder for {PRETRAINED}; empty: pretrain one into --out/policy first."
+    "policy", "", f"A placer-pretrain folder for {', '.join(PRETRAINED)}; empty: pretrain one into --out/policy first."
 )
 _PRETRAIN_STEPS = flags.DEFINE_integer("pretrain_steps", 2000, "Steps of that pretraining (configs/pretrain.py:small).")
 
@@ -74,15 +78,15 @@ def config_for(spec: str, method: str):
         tc.method = "seq2seq"
     elif method == "rl_fixed":  # today's seq2seq settings, from scratch
         tc.method, tc.warm_start = "seq2seq", ""
-    elif method == PRETRAINED:
-        tc.method = "cross_entropy"
+    elif method in PRETRAINED:
+        tc.method = PRETRAINED[method]
     else:
         tc.method = method
     return config
 
 
 def run_one(spec: str, method: str, seed: int, budget: int, out: str, max_minutes: float, policy: str = "") -> dict:
-    """One search of `budget` placements (`policy`: the pretrained folder of PRETRAINED); returns its curve,
+    """One search of `budget` placements (`policy`: the pretrained folder of the PRETRAINED methods); returns its curve,
     overhead and timing."""
     from placer.rl import train_lib  # noqa: PLC0415 (TensorFlow)
 
@@ -90,7 +94,7 @@ def run_one(spec: str, method: str, seed: int, budget: int, out: str, max_minute
     t0 = time.time()
     s = train_lib.run(
         config_for(spec, method), workdir=workdir, steps=0, seed=seed, progress=False, log=lambda *_: None,
-        max_placements=budget, max_seconds=60 * max_minutes, init_from=policy if method == PRETRAINED else None,
+        max_placements=budget, max_seconds=60 * max_minutes, init_from=policy if method in PRETRAINED else None,
     )  # fmt: skip
     return {
         "graph": spec,
@@ -137,7 +141,7 @@ def main(argv):
             "max_minutes": _MAX_MINUTES.value,
         }
         policy = _POLICY.value
-        if PRETRAINED in _METHODS.value and not policy:
+        if set(PRETRAINED) & set(_METHODS.value) and not policy:
             policy = pretrain(os.path.join(_OUT.value, "policy"), _PRETRAIN_STEPS.value)
         settings["policy"] = policy
         runs = []
