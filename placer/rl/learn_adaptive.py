@@ -50,7 +50,7 @@ class CrossEntropyOrAnnealing:
         self.space, self.rng = self.ce.space, self.ce.rng
         allowed = self.space.allowed
         uniform = allowed / allowed.sum(axis=1, keepdims=True)
-        self.Q = self.ce.start_table if setup.init_from else uniform  # [L, D] proposal table of the annealing branch
+        self.Q = (self.ce.start_table if setup.init_from else uniform).copy()  # [L, D] the annealing branch's table
         self.start = self.space.from_ops(single.place_single_gpu(self.space.graph, self.space.cluster).devices)
         self.branch = None  # "cross_entropy" or "annealing" once the first round is measured
         self.anneal = None

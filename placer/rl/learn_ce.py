@@ -159,10 +159,11 @@ class CrossEntropy:
             elite_t = np.asarray(record["elite_t"], np.float64).reshape(len(elite_x))
             stale, restarts, best_t, best_x = record["search"]
             best_x = None if best_x is None else np.asarray(best_x, np.int64).reshape(len(self.P))
+            rounds = int(record["rounds"])
             self.rng.bit_generator.state = record["rng"]
         except (ValueError, TypeError, KeyError) as e:
             raise InputError(f"{self.setup.workdir}/{STATE}: cannot read the learner's state ({e})") from None
-        self.P, self.rounds, self.elite_x, self.elite_t = P, int(record["rounds"]), elite_x, elite_t
+        self.P, self.rounds, self.elite_x, self.elite_t = P, rounds, elite_x, elite_t
         self.stale, self.restarts, self.best_t, self.best_x = int(stale), int(restarts), float(best_t), best_x
 
     def save(self) -> None:

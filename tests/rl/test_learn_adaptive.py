@@ -87,3 +87,25 @@ def test_a_failed_single_gpu_keeps_cross_entropy(tmp_path):
     devices = lrn.propose(1 << 20)
     lrn.observe(devices, [Measurement(np.inf, failure="oom")] + [Measurement(500.0)] * 8)
     assert lrn.branch == "cross_entropy"
+
+
+@pytest.mark.slow
+def test_a_pretrained_policy_starts_the_move_table(tmp_path):
+    from placer.core import cluster as cluster_lib  # noqa: PLC0415
+    from placer.core import generated  # noqa: PLC0415
+    from placer.rl import pretrain_lib  # noqa: PLC0415 (TensorFlow)
+    from tests.rl.test_transfer import tiny_config  # noqa: PLC0415
+
+    policy = str(tmp_path / "policy")
+    pretrain_lib.run(
+        tiny_config("gen:chain:16:0"), workdir=policy, steps=2, seed=0, progress=False, log=lambda *_: None
+    )
+    graph, cluster = generated.generate("chain", 20, 9), cluster_lib.load("k80x2")
+    uniform = learner_on(graph, cluster, tmp_path / "scratch")[0].Q
+    setup = setup_for(graph, cluster, "ce_or_annealing", str(tmp_path / "run"), budget=2000)
+    setup.init_from = policy
+    lrn = learn_adaptive.CrossEntropyOrAnnealing(setup)
+    # The policy's device shares over 256 of its placements on this graph, which cross-entropy starts from too.
+    np.testing.assert_allclose(lrn.Q, lrn.ce.start_table)
+    np.testing.assert_allclose(lrn.Q.sum(axis=1), 1.0)
+    assert not np.allclose(lrn.Q, uniform) and np.allclose(uniform, uniform[:, :1])
