@@ -130,14 +130,17 @@ def _at_or_under(runs, graph, method, n) -> tuple[list[bool], bool]:
     return [a <= b for a, b in pairs], statistics.median(a for a, _ in pairs) <= statistics.median(b for _, b in pairs)
 
 
+def _score(runs, graphs, method, n) -> tuple[int, int, int]:
+    """(graphs whose median is at or under annealing's, graph-seeds at or under, graph-seeds) after n placements."""
+    per = [_at_or_under(runs, g, method, n) for g in graphs]
+    return sum(med for _, med in per), sum(sum(s) for s, _ in per), sum(len(s) for s, _ in per)
+
+
 def winner(runs, settings, n: int | None = None) -> str | None:
     """The learned method at or under annealing on the most paper graphs' medians, then graph-seeds, after `n`
     placements (default: the largest budget); ties go to the earlier in LEARNED."""
     n = n or settings["budgets"][-1]
-    scores = {}
-    for m in (m for m in LEARNED if m in settings["methods"]):
-        per = [_at_or_under(runs, g, m, n) for g in PAPER]
-        scores[m] = (sum(med for _, med in per), sum(sum(s) for s, _ in per))
+    scores = {m: _score(runs, PAPER, m, n)[:2] for m in LEARNED if m in settings["methods"]}
     return max(scores, key=scores.get) if scores else None
 
 
@@ -152,11 +155,8 @@ def targets(runs, settings) -> list[tuple[str, bool]]:
                 (f"best learned method at or under annealing at {n} on all 3 paper graphs (not measured)", False)
             )
             continue
-        per = {g: _at_or_under(runs, g, best, n) for g in graphs}
-        seeds = sum(sum(s) for s, _ in per.values())
-        total = sum(len(s) for s, _ in per.values())
-        ok = all(m for _, m in per.values()) and seeds >= 7
-        medians = sum(m for _, m in per.values())
+        medians, seeds, total = _score(runs, graphs, best, n)
+        ok = medians == 3 and seeds >= 7
         out.append((f"{best} (the best learned method at {n}) at or under annealing at {n}: medians on {medians}/3 "
                     f"graphs, {seeds}/{total} graph-seeds (need 3/3 and 7/9)", ok))  # fmt: skip
     out.append(_pretrained(runs, settings))
@@ -191,10 +191,7 @@ def _pretrained(runs, settings) -> tuple[str, bool]:
     measured = [m for m in PRETRAINED if m in settings["methods"]]
     if not measured or len(held) < 3 or 1000 not in settings["budgets"]:
         return "a pretrained-policy method at or under annealing at 1000 on the 3 held-out graphs (not measured)", False
-    scores = {}
-    for m in measured:
-        per = [_at_or_under(runs, g, m, 1000) for g in held]
-        scores[m] = (sum(med for _, med in per), sum(sum(s) for s, _ in per), sum(len(s) for s, _ in per))
+    scores = {m: _score(runs, held, m, 1000) for m in measured}
     best = max(measured, key=lambda m: scores[m][:2])
     medians, seeds, total = scores[best]
     text = (f"{best} (the better of {', '.join(measured)}) at or under annealing at 1000 on the held-out graphs: "
