@@ -277,8 +277,15 @@ def _cal(rows: list[dict]) -> str:
     return " / ".join(f"{c.get(k, 0.0) * 1e9:.0f} ns" for k in keys) + f" for `{rows[0]['model']}`"
 
 
-def section(rows: list[dict], steps: int, rounds: int) -> list[str]:
-    """Markdown of the many-small-ops comparison: settings, table, verdicts."""
+def section(rows: list[dict], steps: int, rounds: int, cpu: int = -1) -> list[str]:
+    """Markdown of the many-small-ops comparison (`cpu`: the core it ran pinned to, -1: unpinned)."""
+    pinned = (
+        f"The whole part runs in one process pinned to core {cpu} of this machine's two: unpinned, TF's threads "
+        "move between the cores and the per-op overheads the calibration measures jump between two levels "
+        "(docs/measure.md), so a calibration and the sessions that follow it can see different ones. "
+        if cpu >= 0
+        else "The part runs unpinned. "
+    )
     return [
         "Graphs of many small ops: the tiny model variants and a generated layered graph of scalar ops "
         "(`generated:layered:2000:0`: a Const per op without inputs, Neg for one input, AddN for several). Per-op "
@@ -295,8 +302,7 @@ def section(rows: list[dict], steps: int, rounds: int) -> list[str]:
         "that compute in parallel. Each step is timed on two clocks in the same session: wall "
         "time (the target's measure) and the process's CPU time, which leaves out the time other jobs hold the "
         "cores of this shared machine (the dispatch was calibrated on CPU time); the load average after each row "
-        "is in the last column. Simulation level: op (every "
-        "placement here is op-level).",
+        "is in the last column. " + pinned + "Simulation level: op (every placement here is op-level).",
         "",
         *small_table(rows),
         "",
