@@ -86,10 +86,11 @@ _SPLIT_RANDOM = flags.DEFINE_integer("split_random", 20, "Random placements per 
 _SPLIT_STEPS = flags.DEFINE_integer("split_search_steps", 5, "Policy-gradient steps of the search per model.")
 _SPLIT_SAMPLES = flags.DEFINE_integer("split_search_samples", 4, "Placements sampled per search step.")
 _JSON_OUT = flags.DEFINE_string("json_out", "", "Write the rows as JSON here and skip BENCHMARKS.md.")
-_SMALL_CPU = flags.DEFINE_integer(
-    "small_cpu",
+_CPU = flags.DEFINE_integer(
+    "cpu",
     1,
-    "Core the small-op part runs on, in a child process pinned to it (-1: in this process, unpinned).",
+    "Core this process is pinned to for its 1-thread rows and the small-op part (the TF-default-pool and "
+    "levels children use every core); -1: unpinned.",
 )
 
 
@@ -220,12 +221,11 @@ def relative_error(sim_s: float, session_s: float | None) -> float | None:
     return None if not session_s else (sim_s - session_s) / session_s
 
 
-def child_rows(spec: str, args: list[str], cpu: int = -1) -> dict:
-    """Runs this script for `spec` in a child process with `args` (TF's default inter-op pool unless `args` set
-    one), pinned to core `cpu` from its start when `cpu` >= 0.
+def child_rows(spec: str, args: list[str]) -> dict:
+    """Runs this script for `spec` in a child process with `args` under TF's default inter-op pool, on every core.
 
     Returns:
-      {"rows": single-device rows, "levels": level rows, "small": small-op rows} ({} on failure).
+      {"rows": single-device rows, "levels": level rows} ({} on failure).
     """
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "rows.json")
@@ -236,6 +236,7 @@ def child_rows(spec: str, args: list[str], cpu: int = -1) -> dict:
             f"--models={spec}",
             "--nooom_check",
             "--default_pool_model=",
+            "--cpu=-1",
             f"--json_out={path}",
             *args,
         ]
@@ -246,7 +247,7 @@ def child_rows(spec: str, args: list[str], cpu: int = -1) -> dict:
             capture_output=True,
             text=True,
             env=env,
-            preexec_fn=(lambda: os.sched_setaffinity(0, {cpu})) if cpu >= 0 else None,
+            preexec_fn=lambda: os.sched_setaffinity(0, range(os.cpu_count() or 1)),
         )
         if proc.returncode != 0 or not os.path.exists(path):
             print(f"child run failed (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}")
@@ -303,15 +304,6 @@ def run_rows(specs, inter_op: int) -> list[dict]:
     return rows
 
 
-def small_rows() -> list[dict]:
-    """The rows of the small-op part (bench/fidelity_small.py), in this process."""
-    from bench import fidelity_small  # noqa: PLC0415
-
-    return [
-        r for spec in _SMALL.value for r in fidelity_small.source_rows(spec, _SMALL_STEPS.value, _SMALL_ROUNDS.value)
-    ]
-
-
 def main(argv) -> None:
     del argv
     from bench import fidelity_memory, fidelity_small, fidelity_split, report  # noqa: PLC0415
@@ -319,6 +311,9 @@ def main(argv) -> None:
     t0 = time.time()
     parts = set(_PARTS.value)
     inter_op = _INTER_OP.value
+    if _CPU.value >= 0:
+        # Before TensorFlow starts a thread: its pools inherit the core (docs/measure.md, why).
+        os.sched_setaffinity(0, {_CPU.value})
     if inter_op > 0:
         # Read by TF when it creates its first session; nothing has run yet.
         os.environ["TF_NUM_INTEROP_THREADS"] = str(inter_op)
@@ -327,9 +322,8 @@ def main(argv) -> None:
         levels = []
         if "levels" in parts:
             levels = fidelity_small.level_rows(_LEVEL_MODEL.value, _LEVEL_PLACEMENTS.value, _SMALL_STEPS.value)
-        small = small_rows() if "small" in parts else []
         with open(_JSON_OUT.value, "w") as f:
-            json.dump({"rows": rows, "levels": levels, "small": small}, f)
+            json.dump({"rows": rows, "levels": levels}, f)
         return
     if _DEFAULT_POOL_MODEL.value and "single" in parts:
         rows += child_rows(
@@ -341,12 +335,8 @@ def main(argv) -> None:
     if oom:
         print(f"k80x4 single_gpu NMT: failure {oom['failure']}, peak {oom['peak_bytes'] / 2**30:.2f} GiB", flush=True)
     small = []
-    if "small" in parts and _SMALL_CPU.value >= 0:  # one core for calibration, profiling and sessions alike
-        args = ["--parts=small", "--inter_op_threads=1", "--small_cpu=-1", f"--small={','.join(_SMALL.value)}"]
-        args += [f"--small_steps={_SMALL_STEPS.value}", f"--small_rounds={_SMALL_ROUNDS.value}"]
-        small = child_rows("", args, cpu=_SMALL_CPU.value).get("small", [])
-    elif "small" in parts:
-        small = small_rows()
+    for spec in _SMALL.value if "small" in parts else []:
+        small += fidelity_small.source_rows(spec, _SMALL_STEPS.value, _SMALL_ROUNDS.value)
     levels = []
     if "levels" in parts:  # under TF's default pool, where devices compute at once and the levels differ
         args = ["--parts=levels", "--inter_op_threads=0", f"--level_model={_LEVEL_MODEL.value}"]
@@ -359,11 +349,12 @@ def main(argv) -> None:
             "warmup": _WARMUP.value,
             "tiny_steps": _TINY_STEPS.value,
             "tiny_rounds": _TINY_ROUNDS.value,
+            "cpu": _CPU.value,
         }
         body = fr.single_device_body(rows, settings) if rows else []
         if small:
             body += ["", "### Many small ops, on 1 and 2 logical CPU devices", ""]
-            body += fidelity_small.section(small, _SMALL_STEPS.value, _SMALL_ROUNDS.value, _SMALL_CPU.value)
+            body += fidelity_small.section(small, _SMALL_STEPS.value, _SMALL_ROUNDS.value, _CPU.value)
         if levels:
             body += ["", "### Group level and op level against sessions", ""]
             body += fidelity_small.level_lines(levels, _LEVEL_MODEL.value)

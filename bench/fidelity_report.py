@@ -82,11 +82,19 @@ def single_device_body(rows: list[dict], settings: dict) -> list[str]:
         f"rewrites off as in profiling, median of the timed steps); large models {settings['profile_steps']} profiled "
         f"and {settings['session_steps']} timed step(s) after {settings['warmup']} warm-up step(s); tiny variants "
         f"{settings['tiny_steps']} of each after 2, in {settings['tiny_rounds']} rounds of profiling then measuring, the "
-        "round with the median error shown.",
+        "round with the median error shown."
+        + (
+            f" The 1-thread rows ran in a process pinned to core {settings['cpu']}, calibration, profiling and "
+            "sessions alike (docs/measure.md: unpinned, the per-op overheads jump between two levels as TF's "
+            "threads move between the cores); the TF-default row ran on every core."
+            if settings.get("cpu", -1) >= 0
+            else ""
+        ),
         "",
         "Parallelism: the simulator runs one op at a time per device, TF's executor runs independent ops at once "
         "on its inter-op pool. Rows with a 1-thread inter-op pool (TF_NUM_INTEROP_THREADS=1 for profiling and "
-        "session alike) are the comparison: ops then run one after another, each kernel still using all cores; "
+        "session alike) are the comparison: ops then run one after another, each kernel still using every core "
+        "the process may use; "
         "the TF-default row shows what the default pool does to both sides. The simulator does not model that "
         "pool; it bounds it instead: with P pool threads (one per core by default) and per-op times as profiled, "
         "a step takes at least the simulated time / P. It can take longer than the simulated time (ops one after "

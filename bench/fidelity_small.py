@@ -280,7 +280,7 @@ def _cal(rows: list[dict]) -> str:
 def section(rows: list[dict], steps: int, rounds: int, cpu: int = -1) -> list[str]:
     """Markdown of the many-small-ops comparison (`cpu`: the core it ran pinned to, -1: unpinned)."""
     pinned = (
-        f"The whole part runs in one process pinned to core {cpu} of this machine's two: unpinned, TF's threads "
+        f"The whole part runs in a process pinned to core {cpu} of this machine's two: unpinned, TF's threads "
         "move between the cores and the per-op overheads the calibration measures jump between two levels "
         "(docs/measure.md), so a calibration and the sessions that follow it can see different ones. "
         if cpu >= 0
