@@ -19,12 +19,14 @@ tiny variants get `--tiny_steps` of each.
    but TF's executor runs independent ops at once (one inter-op thread per
    core by default), which stretches the per-op times it traces. Every
    session here (profiling and measuring) therefore has one inter-op thread
-   (TF_NUM_INTEROP_THREADS): ops run one after another, each kernel on all
-   cores, the simulator's model of a device. The tiny model also runs in a
-   child process with TF's default pool (`--default_pool_model`) to show the
-   effect; that row is checked against [simulated / P, simulated + ops run x
-   hand-off], the hand-off measured in the child (docs/measure.md). Grappler rewrites are off on both sides, so the profiled op names
-   are the ops the session runs.
+   (TF_NUM_INTEROP_THREADS): ops run one after another, the simulator's
+   model of a device. This process is pinned to one core (`--cpu`), so
+   calibration, profiling and sessions see the same one (docs/measure.md).
+   The tiny model also runs in a child process on every core with TF's
+   default pool (`--default_pool_model`) to show the effect; that row is
+   checked against [simulated / P, simulated + ops run x hand-off], the
+   hand-off measured in the child. Grappler rewrites are off on both sides,
+   so the profiled op names are the ops the session runs.
 
 2. The paper reports that single-GPU NMT runs out of memory on a 12 GB K80
    (Mirhoseini et al. 2017, Table 1). The paper-size NMT with Grappler costs

@@ -85,11 +85,10 @@ class CrossEntropyOrAnnealing:
         return self.space.groups.expand(self._last)
 
     def observe(self, devices: np.ndarray, results) -> dict:
-        t = np.array([m.step_time if m.ok and not m.flagged else np.inf for m in results], np.float64)
+        t = learn_anneal.step_times(results)
         cand = self._last[: len(t)]
         self.rounds += 1
-        ok = np.isfinite(t)
-        mean = float(t[ok].mean()) if ok.any() else float("inf")
+        mean = learn_anneal.mean_finite(t)
         if self.branch == "cross_entropy":
             return {**self.ce.observe(devices, results), "branch": 0}
         if self.branch is None:

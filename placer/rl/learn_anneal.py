@@ -75,15 +75,14 @@ class Plain:
         return self.space.groups.expand(self._last)
 
     def observe(self, devices: np.ndarray, results) -> dict:
-        t = np.array([m.step_time if m.ok and not m.flagged else np.inf for m in results], np.float64)
+        t = step_times(results)
         cand, cur, cur_t = self._last[: len(t)], self.anneal.cur, self.anneal.cur_t
         moved = self.anneal.observe(cand, t)
         self.rounds += 1
         if self.learning:
             self.learn(cand, t, cur, cur_t)
-        ok = np.isfinite(t)
         return {
-            "mean_step_time": float(t[ok].mean()) if ok.any() else float("inf"),
+            "mean_step_time": mean_finite(t),
             "current_step_time": float(self.anneal.cur_t),
             "moved": bool(moved),
         }
@@ -117,6 +116,17 @@ class Plain:
 
     def info(self) -> dict:
         return {"policy": self.name, "learning": self.learning, "samples_per_step": search.BATCH}
+
+
+def step_times(results) -> np.ndarray:
+    """[k] the measured step times (s) of `results`, inf where a placement failed or was flagged."""
+    return np.array([m.step_time if m.ok and not m.flagged else np.inf for m in results], np.float64)
+
+
+def mean_finite(t: np.ndarray) -> float:
+    """The mean of the finite entries of `t` (s), inf when there are none."""
+    ok = np.isfinite(t)
+    return float(t[ok].mean()) if ok.any() else float("inf")
 
 
 def identity(learner) -> dict:
@@ -235,7 +245,7 @@ class RandomSearch(Plain):
     def observe(self, devices, results) -> dict:
         self.rounds += 1
         t = np.array([m.step_time if m.ok else np.inf for m in results])
-        return {"mean_step_time": float(t[np.isfinite(t)].mean()) if np.isfinite(t).any() else float("inf")}
+        return {"mean_step_time": mean_finite(t)}
 
     def finished(self) -> bool:
         return False

@@ -106,7 +106,7 @@ class CrossEntropy:
         return self.space.groups.expand(self._last)
 
     def observe(self, devices: np.ndarray, results) -> dict:
-        t = np.array([m.step_time if m.ok and not m.flagged else np.inf for m in results], np.float64)
+        t = learn_anneal.step_times(results)
         cand = self._last[: len(t)]
         self.rounds += 1
         j = int(np.argmin(t))
@@ -125,9 +125,8 @@ class CrossEntropy:
                 self.P = self._mixture(np.eye(self.P.shape[1])[self.best_x] * self.space.allowed)
                 self.elite_x, self.elite_t = self.elite_x[:0], self.elite_t[:0]
                 self.stale, self.restarts = 0, self.restarts + 1
-        ok = np.isfinite(t)
         return {
-            "mean_step_time": float(t[ok].mean()) if ok.any() else float("inf"),
+            "mean_step_time": learn_anneal.mean_finite(t),
             "entropy": float(-(self.P * np.log(np.maximum(self.P, 1e-300))).sum(axis=1).mean()),
             "restarts": self.restarts,
         }
