@@ -96,7 +96,9 @@ class Pretrainer:
         latest = self.manager.latest_checkpoint
         if latest is None:
             raise InputError(f"{self.workdir}: nothing to resume (no checkpoint)")
-        self.checkpoint.restore(latest)
+        # The optimizer's slots are restored when the next update creates them; a resumed run that stops
+        # before one leaves them unrestored, which is expected, not worth TF's warning at exit.
+        self.checkpoint.restore(latest).expect_partial()
         return int(self.step.numpy())
 
     def save(self) -> None:

@@ -130,7 +130,8 @@ class Trainer:
                     f"{latest}: checkpoint made for another {key} ({info.get(key)!r}, this run has {mine[key]!r})"
                 )
         try:
-            self.checkpoint.restore(latest).assert_existing_objects_matched()
+            # expect_partial: the optimizer's slots wait for the next update (pretrain_lib's restore says why).
+            self.checkpoint.restore(latest).expect_partial().assert_existing_objects_matched()
         except (tf.errors.OpError, AssertionError, ValueError) as e:
             raise InputError(f"{latest}: cannot restore checkpoint ({str(e).splitlines()[0]})") from None
         step = int(self.step.numpy())
