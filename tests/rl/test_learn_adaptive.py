@@ -57,6 +57,19 @@ def test_proposal_table_moves_toward_improving_moves(tmp_path):
     np.testing.assert_allclose(lrn.Q, [[0.5, 0.5], [0.75, 0.25], [0.5, 0.5]])
 
 
+def test_moves_favour_the_classes_the_table_would_move(tmp_path):
+    lrn, _ = learner_on(parts_graph(4), cpu_and_gpus(1), tmp_path)
+    cur = np.array([1, 1, 1, 1])
+    # Uniform Q: as much mass off the current device for every class, so the draw is uniform.
+    np.testing.assert_allclose(lrn.class_odds(cur), 0.25)
+    # Q puts all of classes 0 to 2 on their current device and half of class 3 off it: class 3 takes the whole
+    # Q half, 1/2 + 1/2 x 1/4 = 5/8, the others the uniform half's 1/8 each.
+    lrn.Q = np.array([[0.0, 1.0]] * 3 + [[0.5, 0.5]])
+    np.testing.assert_allclose(lrn.class_odds(cur), [0.125, 0.125, 0.125, 0.625])
+    moved = (lrn.moves(np.random.default_rng(0), cur, 4000) != cur).argmax(axis=1)
+    np.testing.assert_allclose(np.bincount(moved, minlength=4) / 4000, [0.125, 0.125, 0.125, 0.625], atol=0.03)
+
+
 def test_learning_steers_moves_off_the_slow_cpu(tmp_path):
     # Annealing's branch on 24 ops 100x slower on the CPU: no move to the CPU is ever faster, so the learned
     # table's CPU share falls from a quarter; with learning off it stays there.
