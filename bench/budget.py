@@ -104,6 +104,7 @@ def run_one(spec: str, method: str, seed: int, budget: int, out: str, max_minute
         "curve": s["curve"],
         "best": s["best_step_time"],
         "overhead_per_placement": s["overhead_seconds_per_placement"],
+        "learner_per_placement": s["learner_seconds_per_placement"],
         "measure_seconds": s["measure_seconds"],
         "train_seconds": s["train_seconds"],
         "wall_seconds": time.time() - t0,

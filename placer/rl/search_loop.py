@@ -90,6 +90,7 @@ class Loop:
         self.wall = self.build_seconds = 0.0
         self.measure_seconds0 = 0.0  # measurement seconds of earlier processes
         self.count_at_start, self.measured_at_start = 0, 0.0  # when this process's `run` began
+        self.learner_seconds = 0.0  # this process's wall seconds in the method's propose and observe
 
     @property
     def placements(self) -> int:
@@ -135,13 +136,17 @@ class Loop:
         beat = Heartbeat(enabled=not progress, log=lambda line: print(line, flush=True))
         while not self._done(limits, started):
             left = limits.placements - self.placements if limits.placements else 1 << 30
+            tl = time.perf_counter()
             devices = np.asarray(self.learner.propose(left))[:left]
             tb = time.perf_counter()
+            self.learner_seconds += tb - tl
             placements = [self.problem.placement(d) for d in devices]
             self.build_seconds += time.perf_counter() - tb
             before = self.placements
             results = self.measurer.measure(placements)
+            tl = time.perf_counter()
             stats = self.learner.observe(devices, results)
+            self.learner_seconds += time.perf_counter() - tl
             self.rounds += 1
             for d, m in zip(devices, results, strict=True):
                 if m.ok and not m.flagged:

@@ -240,6 +240,7 @@ def _summary(loop, name, graph, groups, cluster, kind, seed, start, wall, last) 
         "train_seconds": wall,
         "measure_seconds": loop.measure_seconds(),
         "overhead_seconds_per_placement": outside / max(1, loop.measurer.count - loop.count_at_start),
+        "learner_seconds_per_placement": loop.learner_seconds / max(1, loop.measurer.count - loop.count_at_start),
         "seconds_to_within_5pct": _time_to_within(loop.curve, best, 0.05),
         "steps_per_second": rounds / max(wall, 1e-9),
         "curve": loop.curve,

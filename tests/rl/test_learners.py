@@ -149,6 +149,30 @@ def test_cost_model_screens_out_worse_neighbours(tmp_path):
     assert means["cost_model"] < means["cost_model_off"]
 
 
+def test_loop_times_the_method_apart_from_measuring(tmp_path):
+    """The method's own seconds (bench/budget.py's `method ms`) hold its propose and observe, not the measuring."""
+    import time  # noqa: PLC0415
+
+    class SlowSim(Simulator):
+        def measure(self, placements):
+            time.sleep(0.3)
+            return super().measure(placements)
+
+    class SlowAnnealing(learn_anneal.Plain):
+        def propose(self, limit):
+            time.sleep(0.02)
+            return super().propose(limit)
+
+    graph, cluster = parts_graph(6), cpu_and_gpus(1)
+    setup = setup_for(graph, cluster, "annealing", str(tmp_path), budget=64)
+    setup.measurer = train_lib.search_loop.CountingMeasurer(SlowSim(graph, cluster))
+    loop = train_lib.search_loop.Loop(SlowAnnealing(setup), setup.problem, setup.measurer, str(tmp_path), 100, {})
+    loop.run(train_lib.search_loop.Limits(placements=64))
+    # single_gpu, then rounds of 16, 16, 16 and 15 neighbours: 5 proposals of 20 ms each, 5 measurements of 0.3 s.
+    assert loop.rounds == 5 and loop.measurer.seconds >= 1.5
+    assert 0.1 <= loop.learner_seconds < 1.0
+
+
 def test_annealing_learner_is_baselines_local_search(tmp_path):
     """The loop's "annealing" is baselines.search's: same seed, same budget, same best placement."""
     from baselines import search  # noqa: PLC0415
