@@ -1,14 +1,19 @@
-"""placer-place: place a graph zero-shot with a pretrained policy (placer-pretrain).
+"""placer-place: place a graph with a pretrained policy (placer-pretrain).
 
 Example:
   placer-place --policy=/tmp/policy --graph=g.graph.json --cluster=k80x4 --out=placement.json
   placer-place --policy=/tmp/policy --config=configs/nmt.py:layers=8 --cluster=h100x8 --out=p.json
+  placer-place --policy=/tmp/policy --graph=gen:fanin:60:100 --method=zero_shot --samples=256 --out=p.json
 
-Measures the policy's greedy placement and --samples sampled ones (fewer when
---max_seconds runs out) with the simulator, writes the fastest to --out, and
-prints it beside the baselines.
-A graph whose feature layout the policy cannot read is refused in one line
-(exit status 2).
+By default runs `ce_or_annealing` started from the policy for --max_placements
+measured placements (1,000: the way to use a pretrained policy that
+bench/budget.py measured best); any placer-train method that starts from a
+policy can be named instead. --method=zero_shot measures the policy's greedy
+placement and --samples sampled ones (fewer when --max_seconds runs out)
+instead. Either way the simulator measures, the fastest placement goes to
+--out (recording how many placements were measured), and is printed beside
+the baselines. A graph whose feature layout the policy cannot read is refused
+in one line (exit status 2).
 """
 
 from absl import flags
@@ -32,6 +37,14 @@ _MAX_SECONDS = flags.DEFINE_float(
     None,
     "Wall-time budget (s): no new chunk of samples starts past it; alone, samples until it is spent (default: no budget).",
 )
+_METHOD = flags.DEFINE_string(
+    "method",
+    "ce_or_annealing",
+    "zero_shot, or a placer-train method started from the policy (ce_or_annealing, cross_entropy, seq2seq).",
+)
+_MAX_PLACEMENTS = flags.DEFINE_integer(
+    "max_placements", 1000, "Measured placements of the search (not of --method=zero_shot, which takes --samples)."
+)
 _SEED = flags.DEFINE_integer("seed", 0, "Sampling seed.")
 _OUT = flags.DEFINE_string("out", None, "Placement JSON file to write.", required=True)
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out file.")
@@ -45,8 +58,18 @@ def main(argv):
     inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "policy": _POLICY.value}
     inputs["config"] = cli.config_file(_CONFIG)
     atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value, inputs=inputs)
-    from placer.rl import place_lib, transfer_lib  # noqa: PLC0415 (imports TensorFlow)
+    from placer.rl import methods, place_lib, transfer_lib  # noqa: PLC0415 (imports TensorFlow)
 
+    zero_shot = _METHOD.value == "zero_shot"
+    takers = [m for m in methods.names() if methods.uses_init_from(m)]
+    if not zero_shot and _METHOD.value not in takers:
+        raise InputError(
+            f"--method: {_METHOD.value!r} is neither zero_shot nor a method started from a policy ({', '.join(takers)})"
+        )
+    if not zero_shot and _SAMPLES.value is not None:
+        raise InputError(f"--samples is for --method=zero_shot; --method={_METHOD.value} takes --max_placements")
+    if not zero_shot and _MAX_PLACEMENTS.value < 1:
+        raise InputError(f"--max_placements must be at least 1, got {_MAX_PLACEMENTS.value}")
     samples = _SAMPLES.value if _SAMPLES.value is not None else (None if _MAX_SECONDS.value else DEFAULT_SAMPLES)
     if samples is not None and samples < 0:
         raise InputError(f"--samples must be at least 0, got {_SAMPLES.value}")
@@ -65,23 +88,24 @@ def main(argv):
 
         source = f"--config ({config.model.name})"
         graph = pipeline.load_graph(cluster, config=config).graph
-    result = place_lib.place(
-        policy,
-        graph,
-        cluster,
-        config.placer,
-        samples=samples,
-        seed=_SEED.value,
-        source=source,
-        max_seconds=_MAX_SECONDS.value,
-    )
+    if zero_shot:
+        result = place_lib.place(
+            policy, graph, cluster, config.placer, samples=samples, seed=_SEED.value, source=source,
+            max_seconds=_MAX_SECONDS.value,
+        )  # fmt: skip
+        how = f"best of the greedy placement and {result['samples']} samples"
+    else:
+        transfer_lib.make_task(graph, cluster, config.placer, None, source)  # the policy can read the graph
+        result = place_lib.search(
+            _POLICY.value, graph, _CLUSTER.value or config.get("cluster", "k80x4"), config, method=_METHOD.value,
+            budget=_MAX_PLACEMENTS.value, seed=_SEED.value, max_seconds=_MAX_SECONDS.value,
+        )  # fmt: skip
+        how = f"best of {result['placements']} placements {_METHOD.value} measured from the policy"
     result["placement"].save(_OUT.value)
     baselines = place_lib.baseline_times(graph, cluster, result["measurer"], seed=_SEED.value)
     print(place_lib.table(result, baselines))
-    print(
-        f"{graph.name} on {cluster.name}: {fmt.seconds(result['step_time'])}, best of the greedy placement and "
-        f"{result['samples']} samples, in {fmt.seconds(result['seconds'])} of wall time; wrote {_OUT.value}"
-    )
+    print(f"{graph.name} on {cluster.name}: {fmt.seconds(result['step_time'])}, {how}, in "
+          f"{fmt.seconds(result['seconds'])} of wall time; wrote {_OUT.value}")  # fmt: skip
 
 
 def run():

@@ -49,6 +49,7 @@ class CrossEntropy:
     """The cross-entropy search as a placer.rl.learner.Learner (module doc)."""
 
     name = "cross_entropy"
+    uses_init_from = True
 
     def __init__(
         self,

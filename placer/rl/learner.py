@@ -60,6 +60,8 @@ class Learner(Protocol):
 
     A class implementing it may set `uses_warm_start = True` to be given the
     warm start's baseline (`Setup.warm`); the others start where they choose.
+    One that starts from a pretrained policy (`Setup.init_from`) sets
+    `uses_init_from = True`; the others ignore it.
     """
 
     def propose(self, limit: int) -> np.ndarray:

@@ -59,3 +59,9 @@ def uses_warm_start(name: str) -> bool:
     """Whether the method `name` starts from the warm start's baseline."""
     cls = get(name)
     return bool(getattr(getattr(cls, "func", cls), "uses_warm_start", False))
+
+
+def uses_init_from(name: str) -> bool:
+    """Whether the method `name` starts from a pretrained policy when given one (`--init_from`)."""
+    cls = get(name)
+    return bool(getattr(getattr(cls, "func", cls), "uses_init_from", False))

@@ -1,24 +1,32 @@
-"""Zero-shot placement with a pretrained graph policy: the library behind `placer-place`.
+"""Placement with a pretrained graph policy: the library behind `placer-place`.
 
-The policy's greedy placement and N sampled ones are measured together; the
-fastest is written out and shown beside the baselines measured by the same
-backend.
+Two ways, both measured by the simulator: `search` runs a learned method
+started from the policy for a budget of measured placements (by default
+`ce_or_annealing`, which bench/budget.py measured best at 1,000 placements
+on held-out graphs); `place` is zero-shot: the policy's greedy placement and N
+sampled ones, measured together. The fastest is written out and shown beside
+the baselines measured by the same backend.
 """
 
 from __future__ import annotations
 
+import copy
+import os
+import tempfile
 import time
 
 import numpy as np
 import tabulate
 
 from baselines import registry as baseline_registry
+from graphs import local_cluster
 from placer.core import fmt
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 from placer.measure import registry as measure_registry
-from placer.rl import graph_policy, transfer_lib
+from placer.rl import graph_policy, train_lib, transfer_lib
 
 CHUNK = 64  # samples drawn and measured together
 
@@ -96,6 +104,55 @@ def place(
     }
 
 
+TRANSFER_METHOD = "ce_or_annealing"  # the pretrained-policy method bench/budget.py measured best at 1,000
+TRANSFER_BUDGET = 1000  # measured placements of placer-place's search by default
+
+
+def search(
+    policy_dir: str,
+    graph: OpGraph,
+    cluster_spec: str,
+    config,
+    *,
+    method: str,
+    budget: int,
+    seed: int,
+    max_seconds: float | None = None,
+    progress: bool = True,
+    log=print,
+):
+    """Searches `budget` measured placements of `graph` with `method` started from the policy in `policy_dir`.
+
+    The search is placer-train's (placer.rl.train_lib.run with `init_from`) in a scratch folder that is
+    removed afterwards; every placement it measures counts, and the best one records how many.
+
+    Returns:
+      dict with the best Placement ("placement"), its step time ("step_time", s), the placements measured
+      ("placements"), the wall time ("seconds") and a simulator of the graph ("measurer").
+    """
+    t0 = time.time()
+    config = copy.deepcopy(config)
+    config.cluster, config.measure = cluster_spec, "sim"
+    config.placer.train.method = method
+    with tempfile.TemporaryDirectory(prefix="placer-place-") as workdir:
+        summary = train_lib.run(
+            config, workdir=workdir, steps=0, seed=seed, progress=progress, log=log, max_seconds=max_seconds or 0.0,
+            init_from=policy_dir, max_placements=budget, graph=graph,
+        )  # fmt: skip
+        if summary["best_step_time"] is None:
+            raise InputError(f"{graph.name}: every placement {method} measured failed")
+        placement = Placement.load(os.path.join(workdir, "best_placement.json"))
+    cluster = local_cluster.load(cluster_spec)
+    return {
+        "placement": placement,
+        "step_time": float(summary["best_step_time"]),
+        "placements": int(summary["placements"]),
+        "seconds": time.time() - t0,
+        "measurer": measure_registry.make_measurer("sim", graph, cluster),
+        "label": f"pretrained + {method} ({int(summary['placements']):,} placements)",
+    }
+
+
 def baseline_times(graph: OpGraph, cluster: Cluster, measurer, seed: int = 0) -> dict[str, float]:
     """Step time (s) of every registered baseline that does not search by measuring; inf when it failed."""
     out = {}
@@ -114,9 +171,10 @@ def baseline_times(graph: OpGraph, cluster: Cluster, measurer, seed: int = 0) ->
 def table(result: dict, baselines: dict[str, float]) -> str:
     """The policy's placement beside the baselines: step time and each one's against the policy's, in words."""
     mine = result["step_time"]
-    rows = [["pretrained (best of greedy + samples)", fmt.seconds(mine), "-"]]
-    greedy = result["greedy_step_time"]
-    rows.append(["pretrained (greedy)", fmt.seconds(greedy), fmt.change(greedy, mine, name="the policy's best")])
+    rows = [[result.get("label", "pretrained (best of greedy + samples)"), fmt.seconds(mine), "-"]]
+    if "greedy_step_time" in result:  # zero-shot
+        greedy = result["greedy_step_time"]
+        rows.append(["pretrained (greedy)", fmt.seconds(greedy), fmt.change(greedy, mine, name="the policy's best")])
     for name, t in sorted(baselines.items(), key=lambda x: x[1]):
         rows.append(
             [name, fmt.seconds(t) if np.isfinite(t) else "failed", fmt.change(t, mine, name="the policy's best")]

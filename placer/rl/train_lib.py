@@ -57,6 +57,7 @@ def run(
     max_seconds: float = 0.0,
     init_from: str | None = None,
     max_placements: int = 0,
+    graph=None,
 ) -> dict:
     """Runs the learned placement method `config.placer.train.method`; writes best_placement.json and summary.json.
 
@@ -75,6 +76,8 @@ def run(
       init_from: a placer-pretrain policy folder to fine-tune (the graph policy).
       max_placements: stop after this many measured placements in all, a warm start's
         included (0 = no limit).
+      graph: an OpGraph already loaded (costs for the cluster's device types) to place instead of the
+        config's model; the simulator measures it (placer-place).
 
     Returns:
       The summary dict that is also written to summary.json.
@@ -86,11 +89,15 @@ def run(
     limits.check()
     name = config.placer.train.get("method", methods.DEFAULT)
     method = methods.get(name)
+    if init_from is not None and not methods.uses_init_from(name):
+        takers = ", ".join(m for m in methods.names() if methods.uses_init_from(m))
+        raise InputError(f"--init_from: method {name} does not start from a pretrained policy (these do: {takers})")
     _check_options(config)
     resume = check_fresh_workdir(workdir, resume, log)
     seed_everything(seed)
     t0 = time.time()
-    cluster, graph, inner = _load(config, graph_path, log)
+    source = graph_path or (graph.name if graph is not None else config.model.name)
+    cluster, graph, inner = _load(config, graph_path, log, graph)
     measurer = search_loop.CountingMeasurer(inner)
     placer = config.placer
     if not methods.uses_warm_start(name) or resume:
@@ -108,12 +115,12 @@ def run(
         log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from, skipped))
     else:
         log(f"warm start: not used by {name}, which chooses its own start")
-    if init_from is not None and name == "seq2seq":
+    if init_from is not None:
         log(f"policy from {init_from}: {transfer_lib.trained_on(transfer_lib.read_description(init_from))}")
     budget = max_placements or steps * int(placer.train.samples_per_step)
     setup = learner_lib.Setup(
         problem, groups, cluster, placer, measurer, workdir, seed=seed, budget=budget, warm=None if resume else warm,
-        init_from=init_from, source=graph_path or config.model.name, log=log,
+        init_from=init_from, source=source, log=log,
     )  # fmt: skip
     loop = search_loop.Loop(
         method(setup), problem, measurer, workdir, placer.train.checkpoint_every,
@@ -201,13 +208,19 @@ def _check_options(config) -> None:
     encoders.check(config.placer.policy.get("encoder", "bilstm"))
 
 
-def _load(config, graph_path: str | None, log=print):
+def _load(config, graph_path: str | None, log=print, graph=None):
     """(cluster, costed graph, measurer) of a run."""
     cluster = local_cluster.load(config.cluster)
-    loaded = pipeline.load_graph(
-        cluster, config=None if graph_path else config, graph_path=graph_path, need_model=config.measure != "sim"
-    )
-    log(f"{loaded.graph.name}: {loaded.graph.num_ops} ops loaded in {fmt.seconds(loaded.seconds)}")
+    if graph is not None:
+        if config.measure != "sim":
+            raise InputError(f"measure={config.measure}: a graph given in memory is measured by the simulator only")
+        pipeline.require_costs(graph, cluster, graph.name)
+        loaded = pipeline.Loaded(graph, None, 0.0)
+    else:
+        loaded = pipeline.load_graph(
+            cluster, config=None if graph_path else config, graph_path=graph_path, need_model=config.measure != "sim"
+        )
+        log(f"{loaded.graph.name}: {loaded.graph.num_ops} ops loaded in {fmt.seconds(loaded.seconds)}")
     engine = measure_registry.open_engine(config.measure, **measure_registry.engine_options(config))
     measurer = measure_registry.make_measurer(
         config.measure, loaded.graph, cluster, model=loaded.model, engine=engine, owns_engine=True

@@ -110,6 +110,7 @@ def test_save_load_place_round_trip(tmp_path):
         f"--policy={tmp_path}",
         f"--graph={tmp_path / 'g.graph.json'}",
         "--cluster=k80x4",
+        "--method=zero_shot",
         "--samples=8",
         f"--out={out}",
     )
