@@ -61,7 +61,7 @@ def main(argv):
     from placer.rl import methods, place_lib, transfer_lib  # noqa: PLC0415 (imports TensorFlow)
 
     zero_shot = _METHOD.value == "zero_shot"
-    takers = [m for m in methods.names() if methods.uses_init_from(m)]
+    takers = methods.policy_methods()
     if not zero_shot and _METHOD.value not in takers:
         raise InputError(
             f"--method: {_METHOD.value!r} is neither zero_shot nor a method started from a policy ({', '.join(takers)})"

@@ -45,7 +45,7 @@ class CrossEntropyOrAnnealing:
     """The search of the module doc as a placer.rl.learner.Learner."""
 
     name = "ce_or_annealing"
-    uses_init_from = True
+    init_from = "policy"  # --init_from: a placer-pretrain folder
 
     def __init__(self, setup: Setup, learning: bool = True, probe: int = 16, share: float = 0.25, rate: float = 0.05):
         if setup.budget <= 0:

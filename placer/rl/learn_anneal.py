@@ -46,10 +46,10 @@ class Plain:
     """baselines.search's simulated annealing as a placer.rl.learner.Learner."""
 
     name = "annealing"
-    transfers = False  # whether --init_from can start it
+    init_from = None  # what --init_from names: nothing (it starts from nothing learned)
 
     def __init__(self, setup: Setup, learning: bool = True):
-        if setup.init_from and not self.transfers:
+        if setup.init_from and not self.init_from:
             raise InputError(f"--init_from: {self.name} starts from nothing learned (learned_moves and seq2seq can)")
         if setup.budget <= 0:
             raise InputError(f"{self.name}: needs a budget (--max_placements or --steps) to fit its cooling to")
@@ -180,7 +180,7 @@ class LearnedMoves(Plain):
     """Annealing with moves drawn from a distribution learned on the moves that helped (module doc)."""
 
     name = "learned_moves"
-    transfers = True
+    init_from = "learned_moves"  # --init_from: the workdir of an earlier learned_moves search
 
     def __init__(self, setup: Setup, learning: bool = True):
         super().__init__(setup, learning)

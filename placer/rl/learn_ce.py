@@ -49,7 +49,7 @@ class CrossEntropy:
     """The cross-entropy search as a placer.rl.learner.Learner (module doc)."""
 
     name = "cross_entropy"
-    uses_init_from = True
+    init_from = "policy"  # --init_from: a placer-pretrain folder
 
     def __init__(
         self,

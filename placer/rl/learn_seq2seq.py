@@ -19,7 +19,7 @@ class Seq2Seq:
     """placer.rl.learner.Learner over placer.rl.reinforce.Trainer (its checkpoints, history and curve.csv)."""
 
     uses_warm_start = True
-    uses_init_from = True
+    init_from = "policy"  # --init_from: a placer-pretrain folder
 
     def __init__(self, setup: Setup):
         self.setup = setup

@@ -60,8 +60,9 @@ class Learner(Protocol):
 
     A class implementing it may set `uses_warm_start = True` to be given the
     warm start's baseline (`Setup.warm`); the others start where they choose.
-    One that starts from a pretrained policy (`Setup.init_from`) sets
-    `uses_init_from = True`; the others ignore it.
+    One that can start from something learned before (`Setup.init_from`) says
+    what in `init_from`: "policy" (a placer-pretrain folder) or the name of
+    the method whose workdir it reads; the others set None or nothing.
     """
 
     def propose(self, limit: int) -> np.ndarray:

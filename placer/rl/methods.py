@@ -61,7 +61,13 @@ def uses_warm_start(name: str) -> bool:
     return bool(getattr(getattr(cls, "func", cls), "uses_warm_start", False))
 
 
-def uses_init_from(name: str) -> bool:
-    """Whether the method `name` starts from a pretrained policy when given one (`--init_from`)."""
+def init_from(name: str) -> str | None:
+    """What `--init_from` names for the method `name`: "policy" (a placer-pretrain folder), the method whose
+    workdir it reads, or None (the method starts from nothing learned)."""
     cls = get(name)
-    return bool(getattr(getattr(cls, "func", cls), "uses_init_from", False))
+    return getattr(getattr(cls, "func", cls), "init_from", None)
+
+
+def policy_methods() -> list[str]:
+    """The methods that start from a placer-pretrain policy."""
+    return [m for m in METHODS if init_from(m) == "policy"]

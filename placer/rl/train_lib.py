@@ -89,9 +89,9 @@ def run(
     limits.check()
     name = config.placer.train.get("method", methods.DEFAULT)
     method = methods.get(name)
-    if init_from is not None and not methods.uses_init_from(name):
-        takers = ", ".join(m for m in methods.names() if methods.uses_init_from(m))
-        raise InputError(f"--init_from: method {name} does not start from a pretrained policy (these do: {takers})")
+    if init_from is not None and methods.init_from(name) is None:
+        takers = ", ".join(m for m in methods.names() if methods.init_from(m))
+        raise InputError(f"--init_from: method {name} starts from nothing learned (these can: {takers})")
     _check_options(config)
     resume = check_fresh_workdir(workdir, resume, log)
     seed_everything(seed)
@@ -115,7 +115,7 @@ def run(
         log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from, skipped))
     else:
         log(f"warm start: not used by {name}, which chooses its own start")
-    if init_from is not None:
+    if init_from is not None and methods.init_from(name) == "policy":
         log(f"policy from {init_from}: {transfer_lib.trained_on(transfer_lib.read_description(init_from))}")
     budget = max_placements or steps * int(placer.train.samples_per_step)
     setup = learner_lib.Setup(

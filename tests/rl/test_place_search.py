@@ -47,5 +47,5 @@ def test_train_refuses_a_policy_for_a_method_that_ignores_it(tmp_path):
 
     config = common.get_config()
     config.placer.train.method = "annealing"
-    with pytest.raises(InputError, match="--init_from: method annealing does not start from a pretrained policy"):
+    with pytest.raises(InputError, match="--init_from: method annealing starts from nothing learned"):
         train_lib.run(config, workdir=str(tmp_path), steps=1, init_from=str(tmp_path), progress=False)
