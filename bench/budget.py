@@ -33,6 +33,8 @@ METHODS = [
     "random_search",
     "reinforce",
     "rl_fixed",
+    "rl_warm",
+    "annealing_warm",
     "learned_moves",
     "learned_moves_off",
     "cost_model",
@@ -79,6 +81,8 @@ def config_for(spec: str, method: str):
         tc.method = "seq2seq"
     elif method == "rl_fixed":  # today's seq2seq settings, from scratch
         tc.method, tc.warm_start = "seq2seq", ""
+    elif method == "rl_warm":  # placer-train's default: seq2seq warm-started from the fastest baseline
+        tc.method = "seq2seq"
     elif method in PRETRAINED:
         tc.method = PRETRAINED[method]
     else:

@@ -120,8 +120,30 @@ def section(runs: list[dict], settings: dict) -> str:
             cells.append(f"{1000 * statistics.median(own):.1f}" if own else "-")
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
         lines.append("")
+    lines += _warm(runs, settings)
     lines += ["Targets:", ""] + [f"- {text}: {'met' if ok else 'NOT met'}" for text, ok in targets(runs, settings)]
     return "\n".join(lines) + "\n"
+
+
+def _warm(runs, settings) -> list[str]:
+    """Lines comparing placer-train's default (seq2seq warm-started, `rl_warm`) with annealing from the same start."""
+    lines = []
+    for graph in settings["graphs"]:
+        ref = {r["seed"]: r for r in _runs(runs, graph, "annealing_warm")}
+        rs = [r for r in _runs(runs, graph, "rl_warm") if r["seed"] in ref]
+        cells = [
+            f"{n}: " + " / ".join(_signed(best_at(r["curve"], n), best_at(ref[r["seed"]]["curve"], n)) for r in rs)
+            for n in settings["budgets"]
+            if all(r["placements"] >= n and ref[r["seed"]]["placements"] >= n for r in rs)
+        ]
+        if rs and cells:
+            lines.append(f"- {graph}, seeds {', '.join(str(r['seed']) for r in rs)}: " + "; ".join(cells))
+    if not lines:
+        return []
+    head = ("Warm starts: `rl_warm` (placer-train's default, seq2seq started by imitating the fastest baseline, whose "
+            "measurements count) against `annealing_warm` (annealing started from that baseline's placement), "
+            "signed % per seed at each budget (+ = slower):")  # fmt: skip
+    return [head, ""] + lines + [""]
 
 
 def _at_or_under(runs, graph, method, n) -> tuple[list[bool], bool]:

@@ -23,7 +23,9 @@ neighbours are measured:
   annealing's temperature). Screening measures nothing. Learning off: equal
   weights, which is annealing's uniform neighbours.
 
-`Plain` is annealing itself, driven by the same loop (the reference).
+`Plain` is annealing itself, driven by the same loop (the reference), and
+`FromWarmStart` the same annealing started from the warm start's baseline
+instead of single_gpu (the reference for methods that start there).
 """
 
 from __future__ import annotations
@@ -174,6 +176,31 @@ def read_state(path: str, keys=("model", "annealing")) -> dict:
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InputError(f"{path}: cannot read the learner's state ({e})") from None
     return record
+
+
+class FromWarmStart(Plain):
+    """Annealing started from the warm start's fastest baseline (placer-train's `warm_start`), not single_gpu.
+
+    The start is the baseline's majority device per tie class, measured once more (it counts, like the
+    baselines the warm start measured); without a warm start, or on resuming, this is `Plain`.
+    """
+
+    name = "annealing_warm"
+    uses_warm_start = True
+
+    def __init__(self, setup: Setup, learning: bool = True):
+        super().__init__(setup, learning)
+        self._start = None
+        if setup.warm is not None:
+            start = self.space.from_ops(setup.warm[1].devices)
+            devices = self.space.groups.expand(start[None])
+            t = step_times(setup.problem.measure(setup.measurer, devices))
+            if np.isfinite(t[0]):
+                self.anneal.observe(start[None], t)
+                self._start = (float(t[0]), devices[0])
+
+    def best(self):
+        return self._start
 
 
 class LearnedMoves(Plain):

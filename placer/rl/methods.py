@@ -17,6 +17,8 @@ METHODS = {
     "seq2seq": learn_seq2seq.Seq2Seq,
     # baselines.search's simulated annealing itself, driven by the same loop (the reference).
     "annealing": learn_anneal.Plain,
+    # The same annealing started from the warm start's fastest baseline (the reference for warm-started methods).
+    "annealing_warm": learn_anneal.FromWarmStart,
     "random_search": learn_anneal.RandomSearch,  # baselines.search's random search, the same way
     # Annealing whose moves come from a learned distribution (cross-entropy on improving moves).
     "learned_moves": learn_anneal.LearnedMoves,

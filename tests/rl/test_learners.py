@@ -173,6 +173,27 @@ def test_loop_times_the_method_apart_from_measuring(tmp_path):
     assert 0.1 <= loop.learner_seconds < 1.0
 
 
+def test_annealing_from_the_warm_start_moves_around_it(tmp_path):
+    # Ops of 1..6 s, 100x slower on the CPU, no edges, two GPUs. single_gpu: 21 s. The warm start alternates the
+    # GPUs: 1 + 3 + 5 = 9 s on one, 2 + 4 + 6 = 12 s on the other, so it measures 12 s.
+    graph, cluster = parts_graph(6), cpu_and_gpus(2)
+    setup = setup_for(graph, cluster, "annealing_warm", str(tmp_path), budget=200)
+    warm = Placement.from_ops(graph, np.array([1, 2, 1, 2, 1, 2]), cluster.device_names, method="mine")
+    setup.warm = (12.0, warm)
+    obj = learn_anneal.FromWarmStart(setup)
+    assert setup.measurer.count == 1 and obj.anneal.cur_t == pytest.approx(12.0)
+    t, devices = obj.best()
+    assert t == pytest.approx(12.0) and (setup.problem.placement(devices).devices == warm.devices).all()
+    # Its neighbours move one op of the warm start each, not of single_gpu.
+    obj.propose(1 << 20)
+    assert ((obj._last != obj.space.from_ops(warm.devices)).sum(axis=1) == 1).all()
+    drive(obj, setup, 10)
+    assert obj.anneal.best_t <= 12.0
+    # Without a warm start it is plain annealing from single_gpu.
+    setup.warm = None
+    assert learn_anneal.FromWarmStart(setup).best() is None
+
+
 def test_annealing_learner_is_baselines_local_search(tmp_path):
     """The loop's "annealing" is baselines.search's: same seed, same budget, same best placement."""
     from baselines import search  # noqa: PLC0415
