@@ -15,7 +15,6 @@ Example (a reduced run):
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import tempfile
 import time
@@ -116,25 +115,13 @@ def run_one(spec: str, method: str, seed: int, budget: int, out: str, max_minute
     }
 
 
-def _pretrain_child(workdir: str, steps: int) -> None:
+def pretrain(workdir: str, steps: int) -> str:
+    """Pretrains the graph policy on configs/pretrain.py:small (generated graphs only); returns its folder."""
     from configs import pretrain as pretrain_config  # noqa: PLC0415
     from placer.rl import pretrain_lib  # noqa: PLC0415 (TensorFlow)
 
-    pretrain_lib.run(pretrain_config.get_config("small"), workdir=workdir, steps=steps, progress=False)
-
-
-def pretrain(workdir: str, steps: int) -> str:
-    """Pretrains the graph policy on configs/pretrain.py:small (generated graphs only); returns its folder.
-
-    In a child process: the searches then run in a process that never trained, as a user's placer-train does
-    (after training in the same process, the policy's samples on a graph came out differently).
-    """
     t0 = time.time()
-    child = multiprocessing.get_context("spawn").Process(target=_pretrain_child, args=(workdir, steps))
-    child.start()
-    child.join()
-    if child.exitcode != 0:
-        raise SystemExit(f"pretraining into {workdir} failed (exit status {child.exitcode})")
+    pretrain_lib.run(pretrain_config.get_config("small"), workdir=workdir, steps=steps, progress=False)
     print(f"pretrained {steps} steps in {time.time() - t0:.0f} s: {workdir}", flush=True)
     return workdir
 
