@@ -63,6 +63,9 @@ class Trainer:
         if self.tc.lr_decay_steps > 0:
             lr = keras.optimizers.schedules.ExponentialDecay(lr, self.tc.lr_decay_steps, self.tc.lr_decay_rate)
         self.optimizer = keras.optimizers.Adam(lr, global_clipnorm=self.tc.clip_norm)
+        self._update = tf.function(
+            self._update_step, reduce_retracing=True, jit_compile=bool(self.tc.get("jit_compile", True))
+        )
         self.step = tf.Variable(0, dtype=tf.int64, name="step")
         self.baseline = tf.Variable(0.0, dtype=tf.float64, name="baseline")
         self.has_baseline = tf.Variable(False, name="has_baseline")
@@ -219,9 +222,11 @@ class Trainer:
             equal = bool(np.array_equal(greedy, target))
         return loss, taken, equal
 
-    @tf.function(reduce_retracing=True)
-    def _update(self, actions, advantages, weights, old_logp, first, elite, entropy_weight):
-        """One gradient step: policy gradient (clipped when PPO), entropy bonus and elite likelihood."""
+    def _update_step(self, actions, advantages, weights, old_logp, first, elite, entropy_weight):
+        """One gradient step: policy gradient (clipped when PPO), entropy bonus and elite likelihood.
+
+        Run as `self._update`, a tf.function compiled by XLA unless `train.jit_compile` is False.
+        """
         with tf.GradientTape() as tape:
             logp, entropy = self.policy.log_probs(self._type_ids, self._features, actions, self._mask, self._leader)
             n = tf.maximum(tf.reduce_sum(weights), 1.0)
