@@ -88,8 +88,9 @@ def train_config() -> ml_collections.ConfigDict:
     c.lr_decay_steps = 0  # steps per decay; 0 = constant learning rate.
     c.lr_decay_rate = 0.96  # factor per `lr_decay_steps`.
     c.clip_norm = 1.0  # gradient-norm clipping (TF hierarchical placer).
-    # Compile the policy's update with XLA: on grouped NMT (CPU) it took the update from 19 to 12 ms per
-    # placement (bench/search_speed.py); False = TF's graph executor.
+    # Compile the policy's update with XLA (our choice): on grouped NMT with this machine's 2 cores it took
+    # the update from 19 to 12 ms per placement; pinned to one core it changed nothing (about 15 ms either
+    # way, bench/search_speed.py). False = TF's graph executor.
     c.jit_compile = True
     c.baseline_decay = 0.9  # EMA baseline (TF hierarchical placer).
     # Update rule: "reinforce" (the paper: one policy-gradient step per batch) or "ppo"
