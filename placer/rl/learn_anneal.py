@@ -52,7 +52,7 @@ class Plain:
 
     def __init__(self, setup: Setup, learning: bool = True):
         if setup.init_from and not self.init_from:
-            raise InputError(f"--init_from: {self.name} starts from nothing learned (learned_moves and seq2seq can)")
+            raise InputError(f"--init_from: {self.name} starts from nothing learned")
         if setup.budget <= 0:
             raise InputError(f"{self.name}: needs a budget (--max_placements or --steps) to fit its cooling to")
         self.setup, self.learning = setup, learning
