@@ -88,10 +88,11 @@ def train_config() -> ml_collections.ConfigDict:
     c.lr_decay_steps = 0  # steps per decay; 0 = constant learning rate.
     c.lr_decay_rate = 0.96  # factor per `lr_decay_steps`.
     c.clip_norm = 1.0  # gradient-norm clipping (TF hierarchical placer).
-    # Compile the policy's update with XLA (our choice): on grouped NMT with this machine's 2 cores it took
-    # the update from 19 to 12 ms per placement; pinned to one core it changed nothing (about 15 ms either
-    # way, bench/search_speed.py). False = TF's graph executor.
-    c.jit_compile = True
+    # Compile the policy's update with XLA: "on", "off", or "auto" (our choice): on when groups x hidden
+    # size >= 16,384. On grouped NMT (323 x 128) with this machine's 2 cores it took the update from 19 to
+    # 12 ms per placement (pinned to one core it changed nothing, about 15 ms either way); on the tiny
+    # variants its seconds of compiling outweigh what it saves.
+    c.jit_compile = "auto"
     c.baseline_decay = 0.9  # EMA baseline (TF hierarchical placer).
     # Update rule: "reinforce" (the paper: one policy-gradient step per batch) or "ppo"
     # (Schulman et al. 2017, "Proximal Policy Optimization Algorithms"; for placement, Gao et
@@ -162,6 +163,7 @@ def paper_method(placer: ml_collections.ConfigDict) -> ml_collections.ConfigDict
 
 
 ALGORITHMS = ("reinforce", "ppo")
+JIT_COMPILE = ("auto", "on", "off")  # train.jit_compile
 
 
 def check_placer_config(placer: ml_collections.ConfigDict) -> None:
@@ -182,6 +184,10 @@ def check_placer_config(placer: ml_collections.ConfigDict) -> None:
             raise InputError(f"--config.placer.{field}: unknown value {value!r} (valid: {', '.join(valid)})")
     if placer.policy.get("compute_prior", 0.0) < 0:
         raise InputError(f"--config.placer.policy.compute_prior must be at least 0, got {placer.policy.compute_prior}")
+    if placer.train.get("jit_compile", "auto") not in JIT_COMPILE:
+        raise InputError(
+            f"--config.placer.train.jit_compile: unknown value {placer.train.jit_compile!r} (valid: {', '.join(JIT_COMPILE)})"
+        )
     if placer.train.get("epochs_per_batch", 1) < 1:
         raise InputError(
             f"--config.placer.train.epochs_per_batch must be at least 1, got {placer.train.epochs_per_batch}"

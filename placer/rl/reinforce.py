@@ -29,6 +29,20 @@ from placer.rl.run_files import Summaries, curve_csv, read_history, seed_everyth
 MASKED = -1e9  # logit bias of a device a group cannot run on
 
 
+XLA_MIN_SIZE = 16_384  # train.jit_compile "auto": XLA from groups x policy hidden size this large (configs/common.py)
+
+
+def use_xla(mode: str, groups: int, hidden: int) -> bool:
+    """Whether `train.jit_compile` = `mode` ("on", "off", or "auto": groups x hidden >= XLA_MIN_SIZE) compiles.
+
+    Raises:
+      InputError: an unknown mode.
+    """
+    if mode not in ("auto", "on", "off"):
+        raise InputError(f"--config.placer.train.jit_compile: unknown value {mode!r} (valid: auto, on, off)")
+    return mode == "on" or (mode == "auto" and groups * hidden >= XLA_MIN_SIZE)
+
+
 class Trainer:
     """Trains a policy on one problem and keeps the best placement.
 
@@ -63,9 +77,7 @@ class Trainer:
         if self.tc.lr_decay_steps > 0:
             lr = keras.optimizers.schedules.ExponentialDecay(lr, self.tc.lr_decay_steps, self.tc.lr_decay_rate)
         self.optimizer = keras.optimizers.Adam(lr, global_clipnorm=self.tc.clip_norm)
-        self._update = tf.function(
-            self._update_step, reduce_retracing=True, jit_compile=bool(self.tc.get("jit_compile", True))
-        )
+        self._update = tf.function(self._update_step, reduce_retracing=True, jit_compile=self.uses_xla())
         self.step = tf.Variable(0, dtype=tf.int64, name="step")
         self.baseline = tf.Variable(0.0, dtype=tf.float64, name="baseline")
         self.has_baseline = tf.Variable(False, name="has_baseline")
@@ -222,10 +234,14 @@ class Trainer:
             equal = bool(np.array_equal(greedy, target))
         return loss, taken, equal
 
+    def uses_xla(self) -> bool:
+        """Whether the update is compiled by XLA (`use_xla` of this config and problem)."""
+        return use_xla(self.tc.get("jit_compile", "auto"), self.problem.num_groups, int(self.pc.hidden_size))
+
     def _update_step(self, actions, advantages, weights, old_logp, first, elite, entropy_weight):
         """One gradient step: policy gradient (clipped when PPO), entropy bonus and elite likelihood.
 
-        Run as `self._update`, a tf.function compiled by XLA unless `train.jit_compile` is False.
+        Run as `self._update`, a tf.function compiled by XLA when `uses_xla`.
         """
         with tf.GradientTape() as tape:
             logp, entropy = self.policy.log_probs(self._type_ids, self._features, actions, self._mask, self._leader)

@@ -14,7 +14,7 @@ from placer.core.placement import Placement  # noqa: E402
 from placer.measure.simulator import Simulator  # noqa: E402
 from placer.rl import problem as problem_lib  # noqa: E402
 from placer.rl import rl_math  # noqa: E402
-from placer.rl.reinforce import Trainer, seed_everything  # noqa: E402
+from placer.rl.reinforce import Trainer, seed_everything, use_xla  # noqa: E402
 
 MB = 1 << 20
 
@@ -107,6 +107,32 @@ def test_training_from_scratch_finds_one_chain_per_device(tmp_path):
     # The policy itself, not just the record, has learned it: greedy decoding is optimal.
     greedy = trainer.greedy_placement()
     assert Simulator(graph, cluster).measure([greedy])[0].step_time == pytest.approx(3.0)
+
+
+def test_xla_compiles_the_update_of_large_problems_only():
+    # "auto": grouped NMT (323 groups x 128 units) compiles, a tiny variant (256 x 16) does not.
+    assert use_xla("auto", 323, 128) and not use_xla("auto", 256, 16)
+    assert use_xla("auto", 128, 128) and not use_xla("auto", 127, 128)  # 16,384 = 128 x 128
+    assert use_xla("on", 6, 16) and not use_xla("off", 323, 128)
+    with pytest.raises(InputError, match="jit_compile: unknown value 'always'"):
+        use_xla("always", 6, 16)
+
+
+@pytest.mark.slow
+def test_the_xla_update_learns_the_same_placement_and_repeats_itself(tmp_path):
+    graph, cluster = two_chains()
+    c = config()
+    c.train.jit_compile = "on"
+    problem, _ = problem_lib.make_problem(graph, cluster, c)
+    runs = []
+    for run in range(2):
+        seed_everything(0)
+        trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path / str(run)), seed=0)
+        assert trainer.uses_xla()
+        means = [trainer.train_step()["mean_step_time"] for _ in range(60)]
+        runs.append((means, trainer.best_placement().devices.tolist()))
+    assert runs[0] == runs[1]  # the same seed, the same steps
+    assert float(trainer.best_time.numpy()) == pytest.approx(3.0)  # one chain per device, as without XLA
 
 
 @pytest.mark.slow
