@@ -129,10 +129,11 @@ def test_the_xla_update_learns_the_same_placement_and_repeats_itself(tmp_path):
         seed_everything(0)
         trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path / str(run)), seed=0)
         assert trainer.uses_xla()
-        means = [trainer.train_step()["mean_step_time"] for _ in range(60)]
+        means = [trainer.train_step()["mean_step_time"] for _ in range(15)]  # compiling takes most of the time
         runs.append((means, trainer.best_placement().devices.tolist()))
     assert runs[0] == runs[1]  # the same seed, the same steps
-    assert float(trainer.best_time.numpy()) == pytest.approx(3.0)  # one chain per device, as without XLA
+    # One chain per device, as without XLA: the policy's greedy placement has learned it.
+    assert Simulator(graph, cluster).measure([trainer.greedy_placement()])[0].step_time == pytest.approx(3.0)
 
 
 @pytest.mark.slow
