@@ -15,8 +15,14 @@ constant measured on another day at another load:
 * `dispatch`: untraced seconds each op of a chain with a leaf per op adds to
   a step (process CPU time, the slope between a chain of n links and one of
   none).
-* `transfer_cost`: untraced seconds each cross-device edge adds, from a chain
-  alternating between two logical CPU devices against the plain chain.
+* `transfer_cost`: untraced seconds each cross-device edge adds, from a
+  ladder: two chains, one per logical CPU device, with every link of the
+  second also reading the first's, against the same chains without those
+  rungs (`ladder_graph`). A chain alternating between the devices costs
+  about 0.6 us more per crossing (1.5 to 1.7 us against 0.8 to 1.0 us,
+  pinned to one core): each of its ops waits for the other device, which
+  model graphs rarely do. Split in half over two devices, the tiny NMT and
+  RNNLM paid 1.0 to 1.1 us per crossing tensor.
 
 CPU time, not wall time: on a shared machine wall time also counts the time
 other jobs hold the cores.
@@ -93,6 +99,36 @@ def chain_graph(n: int, devices: int, leaves: bool = False):
                 x = tf.raw_ops.AddV2(x=x, y=x, name=f"add{i}")
         fetch = tf.group(x, *side) if leaves else x
     return g, fetch
+
+
+def ladder_graph(n: int, rungs: bool):
+    """Two chains of `n` scalar AddV2 ops, A on CPU:0 and B on CPU:1; returns (graph, fetch).
+
+    With `rungs`, link i of B also reads link i of A: n tensors cross from CPU:0 to CPU:1, while each chain
+    keeps its own work ready, as in a model split over two devices.
+    """
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/device:CPU:0"):
+            a = tf.constant(1.0, name="a0")
+        with tf.device("/device:CPU:1"):
+            b = tf.constant(1.0, name="b0")
+        for i in range(n):
+            with tf.device("/device:CPU:0"):
+                a = tf.raw_ops.AddV2(x=a, y=a, name=f"a{i + 1}")
+            with tf.device("/device:CPU:1"):
+                b = tf.raw_ops.AddV2(x=b, y=a if rungs else b, name=f"b{i + 1}")
+        fetch = tf.group(a, b)
+    return g, fetch
+
+
+def _ladder_cpu(n: int, rungs: bool, steps: int) -> float:
+    """Median CPU seconds per untraced step of a ladder (`ladder_graph`)."""
+    g, fetch = ladder_graph(n, rungs)
+    with tf.compat.v1.Session(graph=g, config=session_config(2, rewrite=False)) as sess:
+        for _ in range(5):
+            sess.run(fetch)
+        return clocks.median_clocks(lambda: sess.run(fetch), steps)[1]
 
 
 def relay_graph(n: int):
@@ -199,10 +235,10 @@ def measure(links: int = CHAIN_LINKS, steps: int = CHAIN_STEPS) -> Calibration:
     """
     empty, _ = _chain_cpu(0, 1, True, steps)
     with_leaves, windows = _chain_cpu(links, 1, True, steps, traced=True)
-    plain, _ = _chain_cpu(links, 1, False, steps)
-    alternating, _ = _chain_cpu(links, 2, False, steps)
+    rails = _ladder_cpu(links, False, steps)
+    ladder = _ladder_cpu(links, True, steps)
     return Calibration(
         trace_floor=float(np.median(windows)) if windows else 0.0,
         dispatch=max((with_leaves - empty) / (2 * links), 0.0),
-        transfer_cost=max((alternating - plain) / links, 0.0),
+        transfer_cost=max((ladder - rails) / links, 0.0),
     )

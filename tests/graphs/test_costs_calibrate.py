@@ -18,6 +18,17 @@ def test_floor_comes_off_each_median_and_clamps_at_zero():
     np.testing.assert_allclose(out, [1.5e-6, 0.0, 0.0], rtol=0, atol=1e-18)
 
 
+def test_ladder_sends_one_tensor_per_rung_from_cpu0_to_cpu1():
+    for rungs, crossing in ((True, 3), (False, 0)):
+        g, _ = costs_calibrate.ladder_graph(3, rungs)
+        ops = {op.name: op for op in g.get_operations()}
+        assert {ops[f"a{i}"].device[-1] for i in range(4)} == {"0"} and {ops[f"b{i}"].device[-1] for i in range(4)} == {
+            "1"
+        }
+        edges = [(t.op, op) for op in g.get_operations() for t in op.inputs]
+        assert sum(src.device != dst.device for src, dst in edges) == crossing
+
+
 def test_chain_has_its_ops_on_alternating_devices():
     g, _ = costs_calibrate.chain_graph(4, 2, leaves=True)
     adds = [op for op in g.get_operations() if op.type == "AddV2"]
