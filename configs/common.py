@@ -175,6 +175,7 @@ def check_placer_config(placer: ml_collections.ConfigDict) -> None:
     choices = {
         "train.algorithm": ALGORITHMS,
         "train.entropy_schedule": SCHEDULES,
+        "train.jit_compile": JIT_COMPILE,
         "policy.temperature_schedule": SCHEDULES,
     }
     for field, valid in choices.items():
@@ -184,10 +185,6 @@ def check_placer_config(placer: ml_collections.ConfigDict) -> None:
             raise InputError(f"--config.placer.{field}: unknown value {value!r} (valid: {', '.join(valid)})")
     if placer.policy.get("compute_prior", 0.0) < 0:
         raise InputError(f"--config.placer.policy.compute_prior must be at least 0, got {placer.policy.compute_prior}")
-    if placer.train.get("jit_compile", "auto") not in JIT_COMPILE:
-        raise InputError(
-            f"--config.placer.train.jit_compile: unknown value {placer.train.jit_compile!r} (valid: {', '.join(JIT_COMPILE)})"
-        )
     if placer.train.get("epochs_per_batch", 1) < 1:
         raise InputError(
             f"--config.placer.train.epochs_per_batch must be at least 1, got {placer.train.epochs_per_batch}"

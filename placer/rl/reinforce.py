@@ -24,23 +24,10 @@ from placer.core.placement import Placement
 from placer.rl import policy as policy_lib
 from placer.rl import rl_math
 from placer.rl.problem import Problem
+from placer.rl.rl_math import use_xla
 from placer.rl.run_files import Summaries, curve_csv, read_history, seed_everything, step_line  # noqa: F401 (re-exported)
 
 MASKED = -1e9  # logit bias of a device a group cannot run on
-
-
-XLA_MIN_SIZE = 16_384  # train.jit_compile "auto": XLA from groups x policy hidden size this large (configs/common.py)
-
-
-def use_xla(mode: str, groups: int, hidden: int) -> bool:
-    """Whether `train.jit_compile` = `mode` ("on", "off", or "auto": groups x hidden >= XLA_MIN_SIZE) compiles.
-
-    Raises:
-      InputError: an unknown mode.
-    """
-    if mode not in ("auto", "on", "off"):
-        raise InputError(f"--config.placer.train.jit_compile: unknown value {mode!r} (valid: auto, on, off)")
-    return mode == "on" or (mode == "auto" and groups * hidden >= XLA_MIN_SIZE)
 
 
 class Trainer:
@@ -239,10 +226,7 @@ class Trainer:
         return use_xla(self.tc.get("jit_compile", "auto"), self.problem.num_groups, int(self.pc.hidden_size))
 
     def _update_step(self, actions, advantages, weights, old_logp, first, elite, entropy_weight):
-        """One gradient step: policy gradient (clipped when PPO), entropy bonus and elite likelihood.
-
-        Run as `self._update`, a tf.function compiled by XLA when `uses_xla`.
-        """
+        """One gradient step (run as `self._update`): policy gradient (clipped when PPO), entropy bonus, elite term."""
         with tf.GradientTape() as tape:
             logp, entropy = self.policy.log_probs(self._type_ids, self._features, actions, self._mask, self._leader)
             n = tf.maximum(tf.reduce_sum(weights), 1.0)

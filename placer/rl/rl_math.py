@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from placer.core.errors import InputError
+
 
 def rewards(step_times: np.ndarray, failed: np.ndarray, failing_step_time: float) -> np.ndarray:
     """Returns -sqrt(step time) per sample, failed samples at `failing_step_time`.
@@ -263,3 +265,17 @@ def scheduled_lr(learning_rate, step: int) -> float:
     if callable(learning_rate):
         return float(learning_rate(step))
     return float(learning_rate.numpy() if hasattr(learning_rate, "numpy") else learning_rate)
+
+
+XLA_MIN_SIZE = 16_384  # train.jit_compile "auto": XLA from groups x policy hidden size this large (configs/common.py)
+
+
+def use_xla(mode: str, groups: int, hidden: int) -> bool:
+    """Whether `train.jit_compile` = `mode` ("on", "off", or "auto": groups x hidden >= XLA_MIN_SIZE) compiles.
+
+    Raises:
+      InputError: an unknown mode.
+    """
+    if mode not in ("auto", "on", "off"):
+        raise InputError(f"--config.placer.train.jit_compile: unknown value {mode!r} (valid: auto, on, off)")
+    return mode == "on" or (mode == "auto" and groups * hidden >= XLA_MIN_SIZE)
