@@ -109,6 +109,8 @@ def run_one(spec: str, method: str, seed: int, budget: int, out: str, max_minute
         "best": s["best_step_time"],
         "overhead_per_placement": s["overhead_seconds_per_placement"],
         "learner_per_placement": s["learner_seconds_per_placement"],
+        "learner_after_first_round": s["learner_seconds_per_placement_after_first_round"],
+        "learner_first_round_seconds": s["learner_seconds_first_round"],
         "measure_seconds": s["measure_seconds"],
         "train_seconds": s["train_seconds"],
         "wall_seconds": time.time() - t0,

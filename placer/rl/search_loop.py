@@ -91,6 +91,8 @@ class Loop:
         self.measure_seconds0 = 0.0  # measurement seconds of earlier processes
         self.count_at_start, self.measured_at_start = 0, 0.0  # when this process's `run` began
         self.learner_seconds = 0.0  # this process's wall seconds in the method's propose and observe
+        # (seconds, placements) of this process's first round: its tracing and compiling, paid once
+        self.first_round: tuple[float, int] | None = None
 
     @property
     def placements(self) -> int:
@@ -147,6 +149,8 @@ class Loop:
             tl = time.perf_counter()
             stats = self.learner.observe(devices, results)
             self.learner_seconds += time.perf_counter() - tl
+            if self.first_round is None:
+                self.first_round = (self.learner_seconds, self.placements - before)
             self.rounds += 1
             for d, m in zip(devices, results, strict=True):
                 if m.ok and not m.flagged:

@@ -254,11 +254,20 @@ def _summary(loop, name, graph, groups, cluster, kind, seed, start, wall, last) 
         "measure_seconds": loop.measure_seconds(),
         "overhead_seconds_per_placement": outside / max(1, loop.measurer.count - loop.count_at_start),
         "learner_seconds_per_placement": loop.learner_seconds / max(1, loop.measurer.count - loop.count_at_start),
+        **_after_first_round(loop),
         "seconds_to_within_5pct": _time_to_within(loop.curve, best, 0.05),
         "steps_per_second": rounds / max(wall, 1e-9),
         "curve": loop.curve,
         "last_step": last,
     }
+
+
+def _after_first_round(loop) -> dict:
+    """The method's own seconds in this process's first round (tracing and compiling included), and per placement after it."""
+    first_s, first_n = loop.first_round or (0.0, 0)
+    later = loop.measurer.count - loop.count_at_start - first_n
+    after = (loop.learner_seconds - first_s) / later if later > 0 else None
+    return {"learner_seconds_first_round": first_s, "learner_seconds_per_placement_after_first_round": after}
 
 
 def _log_result(summary: dict, last: dict, log) -> None:
