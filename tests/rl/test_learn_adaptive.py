@@ -53,7 +53,7 @@ def test_proposal_table_moves_toward_improving_moves(tmp_path):
     cur = np.array([1, 1, 1])
     cand = np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]])
     # Only the second neighbour (class 1 to device 0) is faster than the current 5 s: Q[1] = .5 Q[1] + .5 [1, 0].
-    lrn.learn(cand, np.array([6.0, 4.0, np.inf]), cur, 5.0)
+    lrn.learn(cand, np.array([6.0, 4.0, np.inf]), cur, 5.0, cur)
     np.testing.assert_allclose(lrn.Q, [[0.5, 0.5], [0.75, 0.25], [0.5, 0.5]])
 
 
@@ -66,8 +66,72 @@ def test_moves_favour_the_classes_the_table_would_move(tmp_path):
     # Q half, 1/2 + 1/2 x 1/4 = 5/8, the others the uniform half's 1/8 each.
     lrn.Q = np.array([[0.0, 1.0]] * 3 + [[0.5, 0.5]])
     np.testing.assert_allclose(lrn.class_odds(cur), [0.125, 0.125, 0.125, 0.625])
+    lrn.descending = False  # past the descent: moves come from Q alone
     moved = (lrn.moves(np.random.default_rng(0), cur, 4000) != cur).argmax(axis=1)
     np.testing.assert_allclose(np.bincount(moved, minlength=4) / 4000, [0.125, 0.125, 0.125, 0.625], atol=0.03)
+
+
+def test_move_values_hold_each_one_class_neighbour_and_forget_the_class_that_moved(tmp_path):
+    lrn, _ = learner_on(parts_graph(3), cpu_and_gpus(1), tmp_path)
+    cur = np.array([1, 1, 1])
+    cand = np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 1]])
+    # Annealing took the second neighbour (4 s against 5 s).
+    lrn.learn(cand, np.array([6.0, 4.0, np.inf, 3.0]), cur, 5.0, new=cand[1])
+    # Class 0 to device 0: (6 - 5) / 5 = +20%; class 2's failure counts as +100%; class 1 moved, so its row
+    # (-20% for device 0) is forgotten; the two-class neighbour is no one move's value.
+    np.testing.assert_allclose(lrn.V, [[0.2, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    lrn.learn(cand[:1], np.array([7.0]), cur, 5.0, new=cur)  # measured again: the latest value counts
+    assert lrn.V[0, 0] == pytest.approx(0.4)
+
+
+def test_the_search_descends_while_its_rounds_move_to_faster_placements(tmp_path):
+    lrn, setup = learner_on(parts_graph(24), cpu_and_gpus(3), tmp_path)
+    drive(lrn, setup, 1)  # single_gpu (300 s) and the probe; annealing starts there, as the first test shows
+    assert lrn.branch == "annealing" and lrn.descending
+    lrn.anneal.cur_t = 1.0  # no neighbour can be faster than 1 s: the round cannot move down
+    lrn.anneal.temp = 1e-9  # nor, this cold, up
+    drive(lrn, setup, 1)
+    assert not lrn.descending and lrn.anneal.cur_t == 1.0
+
+
+def test_compounds_take_every_helping_move_then_the_better_half(tmp_path):
+    lrn, _ = learner_on(parts_graph(4), cpu_and_gpus(2), tmp_path)
+    cur = np.array([1, 1, 1, 1])  # devices: 0 the CPU, 1 and 2 the GPUs
+    lrn.V[0, 2], lrn.V[1, 0], lrn.V[1, 2], lrn.V[2, 2], lrn.V[3, 0] = -0.03, -0.01, -0.02, 0.1, -0.005
+    lrn.V[3, 1] = -0.5  # a move to the current device is no move
+    # Helping: class 0 (to 2, -3%), class 1 (to 2, -2%, its better move), class 3 (to 0, -0.5%); class 2 only hurts.
+    all_of_them, better_half = lrn.compounds(cur)
+    np.testing.assert_array_equal(all_of_them, [2, 2, 1, 0])
+    np.testing.assert_array_equal(better_half, [2, 2, 1, 1])  # half of 3 rounds to 1: at least 2
+    lrn.V[3, 0] = 0.0
+    assert len(lrn.compounds(cur)) == 1  # two helping classes: both compounds are the same placement
+    lrn.V[1] = 0.0
+    assert lrn.compounds(cur) == []
+
+
+def test_moves_measured_to_hurt_are_not_measured_again(tmp_path):
+    lrn, _ = learner_on(parts_graph(6), cpu_and_gpus(1), tmp_path)
+    cur = np.ones(6, np.int64)
+    lrn.V[:4, 0] = 0.05  # classes 0 to 3 measured 5% slower on the CPU; 4 and 5 not measured
+    for seed in range(5):
+        cand = lrn.valued_moves(np.random.default_rng(seed), cur, 2)
+        assert sorted((cand != cur).argmax(axis=1)) == [4, 5]  # odds e^-25 against each measured one
+    lrn.learning = False  # the ablation draws from Q alone, as if nothing was measured
+    moved = (lrn.moves(np.random.default_rng(0), cur, 600) != cur).argmax(axis=1)
+    assert np.bincount(moved, minlength=6).min() > 60
+
+
+def test_compounds_speed_up_the_descent(tmp_path):
+    # 24 ops of 1..24 s on a GPU (100x slower on the CPU) and 3 GPUs: single_gpu takes 300 s and every move of
+    # an op to another GPU helps until the loads even out (100 s each). One move per round takes 5 rounds to
+    # shed at most 24 + 23 + 22 + 21 + 20 = 110 s off GPU 0 (190 s at best); the compounds move every op that
+    # helped at once.
+    best = {}
+    for learning in (True, False):
+        lrn, setup = learner_on(parts_graph(24), cpu_and_gpus(3), tmp_path / str(learning), learning=learning)
+        drive(lrn, setup, 6)  # the first round picks annealing, as above; then 5 of annealing's
+        best[learning] = lrn.anneal.best_t
+    assert best[False] >= 190.0 and best[True] < 160.0, best
 
 
 def test_learning_steers_moves_off_the_slow_cpu(tmp_path):
@@ -79,7 +143,7 @@ def test_learning_steers_moves_off_the_slow_cpu(tmp_path):
         drive(lrn, setup, 20)
         assert lrn.branch == "annealing"
         share[learning] = lrn.Q[:, 0].mean()
-    assert share[False] == pytest.approx(0.25) and share[True] < 0.1, share
+    assert share[False] == pytest.approx(0.25) and share[True] < 0.15, share
 
 
 def test_save_and_restore_continue_the_same_search(tmp_path):
