@@ -96,27 +96,27 @@ class CrossEntropyOrAnnealing:
         uniform = movable / movable.sum()
         return 0.5 * uniform + 0.5 * (off / off.sum() if off.sum() > 0 else uniform)
 
-    def move_odds(self, cur: np.ndarray) -> np.ndarray:
-        """[L, D] the chance of each move from `cur`: `class_odds`, then a device half uniform, half from Q."""
+    def device_odds(self, cur: np.ndarray) -> np.ndarray:
+        """[L, D] where a move of each class goes: half uniform over its other allowed devices, half by Q there."""
         allowed = self.space.allowed
         other = allowed & (np.arange(allowed.shape[1]) != cur[:, None])
         uniform = other / np.maximum(other.sum(axis=1, keepdims=True), 1)
         q = np.where(other, self.Q, 0.0)
         total = q.sum(axis=1, keepdims=True)
-        dest = 0.5 * uniform + 0.5 * np.where(total > 0, q / np.where(total > 0, total, 1.0), uniform)
-        return self.class_odds(cur)[:, None] * dest
+        return 0.5 * uniform + 0.5 * np.where(total > 0, q / np.where(total > 0, total, 1.0), uniform)
+
+    def move_odds(self, cur: np.ndarray) -> np.ndarray:
+        """[L, D] the chance of each move from `cur`: the class by `class_odds`, then the device by `device_odds`."""
+        return self.class_odds(cur)[:, None] * self.device_odds(cur)
 
     def moves(self, rng, cur: np.ndarray, k: int) -> np.ndarray:
-        """[k, L] neighbours of `cur`: one tie class each, drawn from `move_odds` (and V while descending)."""
+        """[k, L] neighbours of `cur`, one move each, drawn by `move_odds` (weighed by V while descending)."""
         if self.learning and self.descending:
             return self.valued_moves(rng, cur, k)
-        allowed = self.space.allowed
+        dest = self.device_odds(cur)
         cand = np.repeat(cur[None], k, axis=0)
         for i, c in enumerate(rng.choice(len(cur), size=k, p=self.class_odds(cur))):
-            other = allowed[c] & (np.arange(allowed.shape[1]) != cur[c])
-            q = np.where(other, self.Q[c], 0.0)
-            w = other / other.sum() + (q / q.sum() if q.sum() > 0 else other / other.sum())
-            cand[i, c] = rng.choice(allowed.shape[1], p=w / w.sum())
+            cand[i, c] = rng.choice(dest.shape[1], p=dest[c])
         return cand
 
     def valued_moves(self, rng, cur: np.ndarray, k: int) -> np.ndarray:
