@@ -12,9 +12,9 @@ Three measurements:
    in bursts, at 16, 32 and 64 slots (bench/slaq_sharing.py);
 3. allocation latency against jobs and slots.
 
-It also replays the README's command (`placer-search --trace=... --policy=all`)
-and writes the comparison lines it prints into README.md, so the README
-quotes what that command prints. Each target prints met / NOT met.
+It also replays the stress trace as one `placer-search --trace=... --policy=all`
+command would, and writes the comparison lines it prints. Each target prints
+met / NOT met.
 
 Run: .venv/bin/python -m bench.slaq [--seeds=N] [--quick]
 """
@@ -43,10 +43,8 @@ DEFAULT = "slaq-safe"  # the allocator that promises to stay within SAFE_LOSS of
 SAFE_LOSS = 0.01  # never this much worse than fair on either metric, on any workload
 GAIN = 0.02  # median time to 90% at least this much sooner than fair at GAIN_SLOTS
 LATENCY_S = 0.050  # 4,000 jobs on 16,384 slots
-README_SLOTS = 16  # slots of the README's replay command
-README = os.path.join(report.ROOT, "README.md")
+REPLAY_SLOTS = 16  # slots of the replay command in docs/sharing.md
 RESULTS = os.path.join(report.ROOT, "bench", "out", "slaq_results.json")  # every workload's changes
-README_MARK = "slaq-replay"  # <!-- slaq-replay --> ... <!-- /slaq-replay --> in README.md
 
 
 def verdict(ok: bool) -> str:
@@ -134,15 +132,15 @@ def latency_lines(lat, jobs_axis, slots_axis) -> list[str]:
     return lines
 
 
-def readme_replay() -> tuple[str, list[str]]:
-    """The README's replay command and the comparison lines it prints (run here through replay.replay)."""
+def replay_command() -> tuple[str, list[str]]:
+    """The replay command and the comparison lines it prints (run here through replay.replay)."""
     rel = os.path.relpath(slaq_data.STRESS_TRACE, report.ROOT)
-    command = f".venv/bin/placer-search --trace={rel} --slots={README_SLOTS} --policy=all --workdir=runs/replay"
+    command = f".venv/bin/placer-search --trace={rel} --slots={REPLAY_SLOTS} --policy=all --workdir=runs/replay"
     out = io.StringIO()
     with tempfile.TemporaryDirectory() as tmp:
         replay.replay(
             slaq_data.STRESS_TRACE,
-            slots=README_SLOTS,
+            slots=REPLAY_SLOTS,
             epoch_s=DEFAULT_EPOCH_S,
             policies=list(ALLOCATORS),
             workdir=tmp,
@@ -150,17 +148,6 @@ def readme_replay() -> tuple[str, list[str]]:
         )
     lines = out.getvalue().splitlines()
     return command, [x for x in lines if re.match(rf"({'|'.join(map(re.escape, ALLOCATORS))}): mean time to", x)]
-
-
-def write_readme(command: str, compared: list[str]) -> None:
-    """Rewrites the README's replay block (between its slaq-replay markers) with the command and its lines."""
-    text = open(README).read()
-    block = f"<!-- {README_MARK} -->\n```\n{command}\n```\n\nprints (commit {report.commit()}):\n\n```\n"
-    block += "\n".join(compared) + f"\n```\n<!-- /{README_MARK} -->"
-    pattern = re.compile(rf"<!-- {README_MARK} -->.*?<!-- /{README_MARK} -->", re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"{README}: no <!-- {README_MARK} --> block to rewrite")
-    atomic.write_text(README, pattern.sub(lambda _: block, text))
 
 
 def main(seeds: list[int], quick: bool = False) -> None:
@@ -176,13 +163,13 @@ def main(seeds: list[int], quick: bool = False) -> None:
         print(f"stress set, {n} slots: {time.time() - started:.0f} s", flush=True)
     jobs_axis, slots_axis = [500, 1000, 2000, 4000], [1024, 4096, 16384]
     lat = slaq_sharing.latency(jobs_axis, slots_axis, 3 if quick else 7)
-    command, compared = readme_replay()
+    command, compared = replay_command()
     lines = (
         slaq_predict.prediction_lines(pred) + sharing_lines(shares, seeds) + latency_lines(lat, jobs_axis, slots_axis)
     )
     lines += [
         "",
-        "### The README's command",
+        "### The replay command",
         "",
         f"`{command}` (the trace's own {len(stress)} jobs and arrivals) prints:",
         "",
@@ -195,7 +182,6 @@ def main(seeds: list[int], quick: bool = False) -> None:
     body = "\n".join(lines)
     print(body)
     report.update_section("slaq", "SLAQ allocator", body, "bench/slaq.py")
-    write_readme(command, compared)
     atomic.write_text(RESULTS, json.dumps({"commit": report.commit(), "seeds": seeds, "shares": shares}))
 
 

@@ -1,4 +1,4 @@
-"""The shape of Mirhoseini et al. (ICML 2017) Table 1 under the simulator; writes BENCHMARKS.md and README.md.
+"""The shape of Mirhoseini et al. (ICML 2017) Table 1 under the simulator; writes BENCHMARKS.md.
 
 Rows: RNNLM, NMT and Inception-V3 at the paper's sizes on the paper's
 machine with 2 and 4 K80 GPUs (configs/clusters/k80x2.json, k80x4.json).
@@ -20,18 +20,16 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import re
 import tempfile
 import time
 
 from bench import report
 from graphs import pipeline
 from placer.compare import compare_lib
-from placer.core import atomic, configs_util
 from placer.core import cluster as cluster_lib
+from placer.core import configs_util
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README = os.path.join(ROOT, "README.md")
 PAPER_COLUMNS = ("single_cpu", "single_gpu", "scotch", "mincut", "expert")
 HEADINGS = {
     "single_cpu": "Single-CPU",
@@ -283,36 +281,6 @@ Reinforcement Learning", ICML 2017, Table 1; real Haswell CPU and K80 GPUs, seco
 """
 
 
-def memory_block(note: str) -> str:
-    """The NMT memory paragraph between its own markers, so `--memory_only` can refresh it alone."""
-    return f"<!-- nmt_memory -->\n{note} (bench/table1.py, at commit {_commit()}.)\n<!-- /nmt_memory -->"
-
-
-def update_readme_memory(note: str, path: str = README) -> None:
-    """Replaces the NMT memory paragraph of README's Table 1 section, or puts it before the paper's table."""
-    readme = open(path).read()
-    block = memory_block(note)
-    pattern = re.compile(r"<!-- nmt_memory -->.*?<!-- /nmt_memory -->", re.S)
-    if pattern.search(readme):
-        readme = pattern.sub(lambda _: block, readme)
-    else:
-        readme = readme.replace(
-            "The paper's Table 1 for reference:", f"{block}\n\nThe paper's Table 1 for reference:", 1
-        )
-    atomic.write_text(path, readme)
-
-
-def update_readme(text: str, path: str = README) -> None:
-    """Replaces the README section between <!-- table1 --> and <!-- /table1 --> (appends the markers if absent)."""
-    readme = open(path).read() if os.path.exists(path) else ""
-    section = f"<!-- table1 -->\n## Reproduction (Table 1 shape)\n\n{text.strip()}\n<!-- /table1 -->\n"
-    pattern = re.compile(r"<!-- table1 -->.*?<!-- /table1 -->\n?", re.S)
-    readme = (
-        pattern.sub(lambda _: section, readme) if pattern.search(readme) else readme.rstrip("\n") + "\n\n" + section
-    )
-    atomic.write_text(path, readme)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rl_steps", type=int, default=DEFAULT_RL_STEPS, help="RL steps per row (0: no RL column)")
@@ -322,13 +290,12 @@ def main() -> None:
     parser.add_argument("--no_write", action="store_true", help="print the tables only")
     parser.add_argument("--memory_only", action="store_true", help="only where NMT runs out of one GPU's memory")
     args = parser.parse_args()
-    _commit()  # before this run writes BENCHMARKS.md and README.md
+    _commit()  # before this run writes BENCHMARKS.md
     if args.memory_only:
         note = nmt_memory_note()
         print(note)
         if not args.no_write:
             report.update_section("nmt_memory", "NMT on one GPU: memory by batch (simulated)", note, "bench/table1.py")
-            update_readme_memory(note)
         return
     t0 = time.time()
     results = []
@@ -347,13 +314,6 @@ def main() -> None:
     print(text)
     if not args.no_write:
         report.update_section("table1", "Reproduction of Table 1 (shape, simulated)", text, "bench/table1.py")
-        update_readme(
-            f"`make bench` result at commit {_commit()} (bench/table1.py; RL: a search of "
-            f"{args.rl_minutes:g} minutes per row warm-started from the fastest of {warm_start_methods()}; "
-            f"full notes in BENCHMARKS.md):\n\n"
-            f"{ours_table(results)}\n\n{memory_block(memory) if memory else ''}\n\n"
-            f"The paper's Table 1 for reference:\n\n{paper_table()}\n"
-        )
 
 
 if __name__ == "__main__":

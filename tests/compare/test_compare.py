@@ -238,18 +238,6 @@ def test_table1_speedup_as_the_paper_defines_it():
     assert table1.rl_speedup({**rows, "rl": _row("rl", None, "oom")}) is None
 
 
-def test_table1_readme_section_replaced_in_place(tmp_path):
-    from bench import table1
-
-    path = tmp_path / "README.md"
-    path.write_text("# Title\n\nintro\n")
-    table1.update_readme("first", str(path))
-    table1.update_readme("second", str(path))
-    text = path.read_text()
-    assert text.startswith("# Title\n\nintro\n\n<!-- table1 -->\n## Reproduction (Table 1 shape)")
-    assert "second" in text and "first" not in text and text.count("<!-- table1 -->") == 1
-
-
 def test_cli_reference_file_is_the_speedup_baseline(tmp_path):
     graph = graph_io.from_json(GRAPH)
     rl_placement(graph).save(str(tmp_path / "mine.json"))  # 6 s, worked out in rl_placement

@@ -1,7 +1,8 @@
 """The README's "From a graph to a placement" commands, run as written on the tiny NMT.
 
-The commands are read from README.md itself; only the model size, the step
-count and the policy width are made small. TensorFlow's log level is left
+The commands are read from README.md itself; only the model size and the number
+of measured placements are made small, and placer-apply's GPUs are mapped
+onto logical CPUs. TensorFlow's log level is left
 unset, so the test also checks that no TF log line reaches the terminal:
 placer-train runs in a fresh process for that, as its installed console
 script (tests/placer/test_cli.py checks placer-extract's extraction with
@@ -46,11 +47,17 @@ def small(argv: list[str]) -> tuple[str, list[str]]:
     args = []
     for a in argv[1:]:
         a = re.sub(r"^--config=configs/(\w+)\.py$", rf"--config={ROOT}/configs/\1.py:tiny", a)
-        args.append(re.sub(r"^--steps=\d+$", "--steps=2", a))
+        a = re.sub(r"^--steps=\d+$", "--steps=2", a)
+        args.append(re.sub(r"^--max_placements=\d+$", f"--max_placements={PLACEMENTS}", a))
     if binary == "train":
-        args += ["--noprogress", "--config.placer.policy.hidden_size=16"]
+        args += ["--noprogress"]
+    if binary == "apply":  # this machine has no GPUs: the placement's devices go to logical CPUs
+        gpus = ",".join(f"/device:GPU:{i}=/device:CPU:{i + 1}" for i in range(4))
+        args += ["--logical_cpus=5", f"--device_map={gpus}"]
     return f"placer.{binary}_main", args
 
+
+PLACEMENTS = 48  # placer-train's budget here (the README's is larger)
 
 # placer-train runs in a fresh process, as installed, where TF prints its start-up lines unless the
 # binary keeps them quiet; the others run in this process.
@@ -65,14 +72,14 @@ def _same_training(tmp_path, args: list[str], env) -> None:
     assert r.returncode == 0, r.stderr[-3000:]
     here, there = (json.loads((tmp_path / "runs" / d / "best_placement.json").read_text()) for d in ("again", "nmt"))
     assert here["ops"] == there["ops"] and here["metadata"]["step_time"] == there["metadata"]["step_time"]
-    rows = [(tmp_path / "runs" / d / "curve.csv").read_text().splitlines() for d in ("again", "nmt")]
-    assert [row.split(",")[3:] for row in rows[0][1:]] == [row.split(",")[3:] for row in rows[1][1:]]
+    rows = [(tmp_path / "runs" / d / "best_curve.csv").read_text().splitlines() for d in ("again", "nmt")]
+    assert [row.split(",")[:2] for row in rows[0][1:]] == [row.split(",")[:2] for row in rows[1][1:]]
 
 
 @pytest.mark.slow
 def test_readme_steps_run_as_written_without_tf_noise(tmp_path):
     commands = readme_commands()
-    assert [c[0].rsplit("-", 1)[1] for c in commands] == ["extract", "train", "measure", "compare"]
+    assert [c[0].rsplit("-", 1)[1] for c in commands] == ["extract", "train", "measure", "compare", "apply"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
     env.update(PYTHONPATH=ROOT, PLACER_CACHE=str(tmp_path / "cache"), MPLBACKEND="Agg")
     for argv in commands:
@@ -88,9 +95,9 @@ def test_readme_steps_run_as_written_without_tf_noise(tmp_path):
             _same_training(tmp_path, args, env)
     graph = json.loads((tmp_path / "nmt.graph.json").read_text())
     assert graph["device_types"] == ["CPU", "GPU"]
-    assert json.loads((tmp_path / "runs" / "nmt" / "summary.json").read_text())["steps"] == 2
+    best = json.loads((tmp_path / "runs" / "nmt" / "best_placement.json").read_text())
+    assert 0 < best["metadata"]["samples"] <= PLACEMENTS
     assert json.loads((tmp_path / "nmt.trace.json").read_text())
-    assert (tmp_path / "cmp" / "table.csv").read_text().count("\n") > 3
 
 
 def test_graph_without_costs_is_refused_in_one_line(tmp_path):
