@@ -106,9 +106,8 @@ def tie_class_seconds(graph: OpGraph, cluster: Cluster, op_leader: np.ndarray, n
       Row g sums the ops whose leader is g (0 for groups that lead nothing);
       NaN where an op of the class has no kernel on the device.
     """
-    op_seconds = np.stack([graph.cost_for(d.type) / d.speed for d in cluster.devices], axis=1)
     out = np.zeros((num_groups, cluster.num_devices))
-    np.add.at(out, np.asarray(op_leader), op_seconds)
+    np.add.at(out, np.asarray(op_leader), cluster.op_seconds(graph, dispatch=False))
     return out
 
 
