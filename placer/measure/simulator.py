@@ -68,9 +68,13 @@ from placer.core.errors import InputError
 from placer.core.measurement import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
-from placer.measure import calibration, executor, fast, sim_trace
+from placer.measure import calibration, fast, sim_trace
 from placer.measure.sim_trace import SimResult
 from placer.measure.units import Units, contract
+
+# The two simulation levels a step time can come from, named in every report that quotes one.
+LEVEL_OP = "op"  # every op scheduled on its own, its outputs sent when it ends
+LEVEL_GROUP = "group"  # a group's ops back to back, its outputs sent when the whole group ends
 
 
 class Simulator:
@@ -139,17 +143,17 @@ class Simulator:
         return out  # type: ignore[return-value]
 
     def level(self, placement: Placement) -> str:
-        """executor.LEVEL_GROUP when `measure` simulates `placement` by groups (its own, else the
-        constructor's `op_group`, each placed whole, acyclic), else executor.LEVEL_OP."""
+        """LEVEL_GROUP when `measure` simulates `placement` by groups (its own, else the
+        constructor's `op_group`, each placed whole, acyclic), else LEVEL_OP."""
         groups = self.op_group if placement.groups is None else placement.groups
         if groups is None or not self.graph.num_ops:
-            return executor.LEVEL_OP
+            return LEVEL_OP
         grp = np.asarray(groups, np.int64)
         dev = np.asarray(placement.devices, np.int64)
         first = np.full(int(grp.max()) + 1, -1)
         first[grp[::-1]] = np.arange(len(grp))[::-1]
         whole = bool((dev[first[grp]] == dev).all()) and self._units_for(grp).acyclic
-        return executor.LEVEL_GROUP if whole else executor.LEVEL_OP
+        return LEVEL_GROUP if whole else LEVEL_OP
 
     def measure_devices(self, batch: np.ndarray, op_group: Sequence[int] | None = None) -> list[Measurement]:
         """Simulates a batch of placements given as device indices.
