@@ -111,8 +111,7 @@ class Simulator:
         sets = colocation_sets(graph)
         self._coloc_ops = np.concatenate(sets) if sets else np.zeros(0, np.int64)
         self._coloc_start = np.cumsum([0] + [len(m) for m in sets[:-1]]).astype(np.int64)[: len(sets)]
-        self._units: dict[bytes | None, tuple[Units, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._fast: dict[int, fast.Prepared] = {}
+        self._units: dict[bytes | None, tuple[fast.Prepared, np.ndarray]] = {}
         self.op_group = None if op_group is None else np.asarray(op_group, dtype=np.int64)
         if self.op_group is not None:
             if self.op_group.shape != (graph.num_ops,):
@@ -200,11 +199,11 @@ class Simulator:
                 first[grp[::-1]] = np.arange(n)[::-1]
                 gdev = batch[:, first]
                 whole = (gdev[:, grp] == batch).all(1)
-            self._run_units(units, gdev[whole][:, units.unit_group], trace, out, np.flatnonzero(whole))
+            self._run_units(grp, gdev[whole][:, units.unit_group], trace, out, np.flatnonzero(whole))
         if not whole.all():
             rest = np.flatnonzero(~whole)
             ops = batch[rest][:, grp] if per_group else batch[rest]
-            self._run_units(self._units_for(None), ops, trace, out, rest)
+            self._run_units(None, ops, trace, out, rest)
         return out  # type: ignore[return-value]
 
     # ----- internals ------------------------------------------------------
@@ -223,6 +222,12 @@ class Simulator:
         return remap[np.asarray(p.devices, dtype=np.int64)]
 
     def _units_for(self, grp: np.ndarray | None) -> Units:
+        """The unit graph of op-to-group map `grp` (None: op level)."""
+        return self._prepared(grp)[0].units
+
+    def _prepared(self, grp: np.ndarray | None) -> tuple[fast.Prepared, np.ndarray]:
+        """(the kernel's arrays for `grp`'s unit graph, [S] first op of each colocation set spanning
+        several units), built once per map."""
         key = None if grp is None else grp.tobytes()
         if key not in self._units:
             units = contract(self.graph, grp)
@@ -235,29 +240,20 @@ class Simulator:
                     cs.append(len(cu))
                     cu.extend(members.tolist())
                     cop.append(self._coloc_ops[lo])
-            self._units[key] = (units, np.asarray(cu, np.int64), np.asarray(cs, np.int64), np.asarray(cop, np.int64))
-        return self._units[key][0]
-
-    def unit_seconds(self, units: Units) -> np.ndarray:
-        """[U, D] seconds each unit computes on each device (NaN where a kernel is missing): a unit of n
-        ops pays n dispatches of its device, as its ops would one by one (ops outside the step none)."""
-        return self.cluster.op_seconds(self.graph, units.op_unit)
-
-    def _prepared(self, units: Units) -> fast.Prepared:
-        if id(units) not in self._fast:  # the units stay alive in self._units
-            _, cu, cs, _ = next(v for v in self._units.values() if v[0] is units)
-            self._fast[id(units)] = fast.prepare(
-                units, self.unit_seconds(units), self.per_tensor, self.bandwidth, cu, cs, self.cluster.serial_executor
+            seconds = self.cluster.op_seconds(self.graph, units.op_unit)  # a unit of n ops pays n dispatches
+            prepared = fast.prepare(
+                units, seconds, self.per_tensor, self.bandwidth, cu, cs, self.cluster.serial_executor
             )
-        return self._fast[id(units)]
+            self._units[key] = (prepared, np.asarray(cop, np.int64))
+        return self._units[key]
 
-    def _run_units(self, units: Units, dev: np.ndarray, trace: bool, out: list, where: np.ndarray) -> None:
-        """Simulates [K, U] devices per unit, writing the SimResult of row j to out[where[j]]."""
+    def _run_units(self, grp, dev: np.ndarray, trace: bool, out: list, where: np.ndarray) -> None:
+        """Simulates [K, U] devices per unit of `grp`'s unit graph, writing row j's SimResult to out[where[j]]."""
         if not len(dev):
             return
-        prepared = self._prepared(units)
+        prepared, cop = self._prepared(grp)
+        units = prepared.units
         o = fast.run(prepared, dev, trace=trace)
-        cop = next(v for v in self._units.values() if v[0] is units)[3]
         steps, moved, colocs = o.finish.tolist(), o.moved.tolist(), o.coloc.tolist()
         for i, coloc in enumerate(colocs):
             fail, msg = None, ""
