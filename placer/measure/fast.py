@@ -17,7 +17,7 @@ the two bit for bit.
 
 numba's on-disk cache of `_run` is keyed on this file alone: after an edit of
 `schedule.py` or `memory.py`, delete `placer/measure/__pycache__/*.nb[ic]`
-(or touch this file) so that the compiled path picks the edit up.
+(or touch this file) so that the kernel picks the edit up.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def run(p: Prepared, dev: np.ndarray, *, trace: bool = False) -> Outcome:
 
 @numba.njit(cache=True)
 def _transfers(pairs, ents, dv, nbytes, ntens):
-    """Writes [U, D] bytes and tensors each unit sends to each device (`units.transfer_tables`, one placement)."""
+    """Writes [U, D] bytes and tensors each unit sends to each device under one placement (0 to its own)."""
     pair_unit, pair_cons, pair_bytes, pair_count = pairs
     ent_unit, ent_cons, ent_bytes, ent_pstart = ents
     nbytes[:, :] = 0.0
