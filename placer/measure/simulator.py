@@ -3,9 +3,9 @@
 Model (all times in seconds, sizes in bytes):
 
 * Compute: an op placed on device d takes
-  `graph.cost_for(d.type)[op] / d.speed + d.dispatch`: its kernel time,
-  scaled by the device's speed, plus the runtime's fixed cost of running one
-  op there (TF's executor bookkeeping, and on a GPU the kernel launch). The
+  `graph.cost_for(d.type)[op] / d.speed + d.dispatch` (`Cluster.op_seconds`):
+  its kernel time, scaled by the device's speed, plus the runtime's fixed
+  cost of running one op there (TF's executor bookkeeping, and on a GPU the kernel launch). The
   dispatch term is what makes many small ops cost more than one large op of
   the same total work. Each device runs one op (or unit, below) at a time;
   whenever it is free it starts the ready one of highest priority, the lowest
