@@ -53,13 +53,12 @@ def device_types(cluster: Cluster) -> np.ndarray:
 
 
 def op_times(graph: OpGraph, cluster: Cluster) -> np.ndarray:
-    """Returns [n, D] seconds each op takes on each device (NaN = no kernel).
+    """Returns [n, D] seconds each op's kernel takes on each device (`Cluster.op_seconds`; NaN = no kernel).
 
     An op with no known cost on any device type of the cluster costs 0 s
     everywhere (costs not attached; nothing better to assume).
     """
-    speeds = cluster.speeds()
-    t = np.stack([graph.cost_for(d.type) for d in cluster.devices], axis=1) / speeds[None, :]
+    t = cluster.op_seconds(graph, dispatch=False)
     unknown = np.isnan(t).all(axis=1)
     t[unknown] = 0.0
     return t

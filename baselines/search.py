@@ -9,7 +9,7 @@ bench/rl.py: the simulator the learner uses).
 
 - "random_search": `budget` placements drawn uniformly, each tie class on a
   device all of its ops have kernels for; the fastest is kept. The same
-  draws, without measuring, are `random_group_devices`.
+  draws, without measuring, are `baselines.space.random_group_devices`.
 - "local_search": simulated annealing (Kirkpatrick et al., Science 1983)
   started from single_gpu (or, when that does not run, the fastest random
   placement that does). Each round proposes `batch` neighbours, each moving
@@ -29,105 +29,13 @@ from __future__ import annotations
 import numpy as np
 
 from baselines import common, single
+from baselines.space import Space, uniform_moves
 from placer.core import grouping as grouping_lib
-from placer.core import measurement
 from placer.core.cluster import Cluster
-from placer.core.colocation import colocation_sets
 from placer.core.errors import InputError
 from placer.core.measurement import Measurer
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
-
-
-class Space:
-    """The groups to place and the devices each tie class may use."""
-
-    def __init__(self, graph: OpGraph, cluster: Cluster, groups: grouping_lib.Grouping | None, target_groups: int):
-        if groups is None:
-            floor = grouping_lib.group_floor(target_groups, cluster.num_devices)
-            groups = grouping_lib.group(graph, target_groups=target_groups, min_groups=floor)
-        self.graph, self.cluster, self.groups = graph, cluster, groups
-        cls = groups.leader_index()[groups.op_group]
-        bad = np.zeros((groups.num_leaders, cluster.num_devices), bool)
-        np.logical_or.at(bad, cls, ~common.supported(graph, cluster))
-        bad[bad.all(axis=1)] = False  # nowhere runs it: let the measurer report the failure
-        self.allowed = ~bad  # [L, D]
-        self._ok = common.supported(graph, cluster)  # [n, D]
-        sets = colocation_sets(graph)
-        self._coloc = np.concatenate(sets) if sets else np.zeros(0, np.int64)
-        self._coloc_first = np.concatenate([np.full(len(m), m[0]) for m in sets]) if sets else self._coloc
-
-    def devices(self, leader_devices: np.ndarray) -> np.ndarray:
-        """[K, n_ops] legal op devices (`common.legalize`) of [K, L] devices per tie class."""
-        dev = self.groups.expand(leader_devices)[..., self.groups.op_group].astype(np.int64)
-        # Rows already legal (every op has its kernel, every colocation set on one device) are
-        # what legalize returns unchanged; only the others go through it.
-        legal = self._ok[np.arange(dev.shape[1]), dev].all(axis=1)
-        legal &= (dev[:, self._coloc] == dev[:, self._coloc_first]).all(axis=1)
-        for i in np.flatnonzero(~legal):
-            dev[i] = common.legalize(self.graph, self.cluster, dev[i])
-        return dev
-
-    def placement(self, leader_devices: np.ndarray, method: str, **metadata) -> Placement:
-        """The op-level placement of a device per tie class."""
-        (dev,) = self.devices(np.asarray(leader_devices)[None])
-        return common.finish(self.graph, self.cluster, dev, method, **metadata)
-
-    def times(self, measurer: Measurer, leader_devices: np.ndarray) -> np.ndarray:
-        """[K] measured step times (s; inf when failed) of [K, L] devices per tie class."""
-        ms = measurement.measure_devices(
-            measurer, self.graph, self.cluster.device_names, self.devices(np.asarray(leader_devices))
-        )
-        return np.array([m.step_time if m.ok else np.inf for m in ms], dtype=np.float64)
-
-    def random(self, rng: np.random.Generator, k: int) -> np.ndarray:
-        """[k, L] uniformly drawn allowed devices."""
-        return _draw(self.allowed, rng, k)
-
-    def from_ops(self, op_devices: np.ndarray) -> np.ndarray:
-        """[L] the device of each tie class by majority of its ops."""
-        votes = np.zeros(self.allowed.shape)
-        np.add.at(votes, (self.groups.leader_index()[self.groups.op_group], op_devices), 1.0)
-        return np.where(self.allowed, votes, -1.0).argmax(axis=1)
-
-
-def _draw(allowed: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:
-    """[k, L] for each row of `allowed` [L, D] a device drawn uniformly among its True entries."""
-    return (rng.random((k, *allowed.shape)) * allowed).argmax(axis=2)
-
-
-def random_group_devices(
-    graph: OpGraph,
-    cluster: Cluster,
-    groups: grouping_lib.Grouping,
-    k: int,
-    rng: np.random.Generator,
-    devices=None,
-) -> np.ndarray:
-    """[k, G] device per group of `k` random placements, as random_search draws them.
-
-    Each tie class goes to a device drawn uniformly among those with kernels
-    for all of its ops (any device where none has), its groups with it.
-
-    Args:
-      graph: the op graph.
-      cluster: the target cluster.
-      groups: the grouping of `graph` to place.
-      k: number of placements.
-      rng: the random generator.
-      devices: indices of the devices to draw from (default: all).
-
-    Returns:
-      [k, G] int device indices.
-    """
-    allowed = Space(graph, cluster, groups, 0).allowed
-    if devices is not None:
-        keep = np.zeros(cluster.num_devices, dtype=bool)
-        keep[np.asarray(devices, dtype=np.int64)] = True
-        allowed = allowed & keep
-        allowed[~allowed.any(axis=1)] = keep  # none of them has kernels: any of them (the measurer reports it)
-    return groups.expand(_draw(allowed, rng, k))
-
 
 # Annealing's settings (our choices, fixed before any learned method was tuned): neighbours per
 # round, and the first and last temperature as fractions of the start's step time.
@@ -199,17 +107,6 @@ def place_random_search(
     return space.placement(best, "random_search", step_time=best_t, budget=int(budget), samples=done)
 
 
-def uniform_moves(space: Space, rng: np.random.Generator, cur: np.ndarray, k: int) -> np.ndarray:
-    """[k, L] neighbours of `cur`, each moving one tie class drawn uniformly to another allowed device."""
-    movable = np.flatnonzero(space.allowed.sum(axis=1) > 1)
-    cand = np.repeat(cur[None], k, axis=0)
-    which = rng.choice(movable, size=k)
-    for i, g in enumerate(which):
-        choices = np.flatnonzero(space.allowed[g] & (np.arange(space.allowed.shape[1]) != cur[g]))
-        cand[i, g] = rng.choice(choices)
-    return cand
-
-
 class Annealing:
     """Simulated annealing's state, driven one batch at a time (module doc).
 
@@ -223,7 +120,7 @@ class Annealing:
       budget: placements the whole search may measure (sets the cooling rate).
       batch: neighbours per round.
       t_start, t_end: first and last temperature, as fractions of the start's step time.
-      moves: callable(rng, cur [L], k) -> [k, L] neighbours; default `uniform_moves`.
+      moves: callable(rng, cur [L], k) -> [k, L] neighbours; default `baselines.space.uniform_moves`.
     """
 
     def __init__(self, space: Space, rng, budget: int, batch: int, t_start: float, t_end: float, moves=None):
@@ -235,7 +132,7 @@ class Annealing:
         self.cur_t = np.inf
         self.best, self.best_t = None, np.inf
         self.temp = self.cool = 0.0
-        self.movable = bool((space.allowed.sum(axis=1) > 1).any())
+        self.movable = bool(space.movable().any())
 
     @property
     def started(self) -> bool:

@@ -79,9 +79,9 @@ class Recorder:
 
 def random_placements(problem, graph, cluster, groups, count: int, seed: int) -> list:
     """`count` placements with each tie class on a uniformly drawn allowed device (baselines.search)."""
-    from baselines import search  # noqa: PLC0415
+    from baselines import space  # noqa: PLC0415
 
-    draws = search.random_group_devices(graph, cluster, groups, count, np.random.default_rng(seed))
+    draws = space.random_group_devices(graph, cluster, groups, count, np.random.default_rng(seed))
     return [problem.placement(devices) for devices in draws]
 
 

@@ -125,12 +125,12 @@ def random_placement(graph, cluster, seed: int):
     """Each tie class of groups (placer.core.grouping) on a random GPU, then made legal."""
     import numpy as np  # noqa: PLC0415
 
-    from baselines import common, search  # noqa: PLC0415
+    from baselines import common, space  # noqa: PLC0415
     from placer.core import grouping  # noqa: PLC0415
 
     groups = grouping.group(graph)
     rng = np.random.default_rng(seed)
-    (group_dev,) = search.random_group_devices(graph, cluster, groups, 1, rng, devices=cluster.indices_of_type("GPU"))
+    (group_dev,) = space.random_group_devices(graph, cluster, groups, 1, rng, devices=cluster.indices_of_type("GPU"))
     return common.finish(graph, cluster, group_dev[np.asarray(groups.op_group)], "random", seed=seed)
 
 

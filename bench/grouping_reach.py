@@ -6,7 +6,7 @@ join their forward op) off and on, and for each scope depth, this bench groups
 the graph as `placer-train` does from scratch (placer.rl.problem), then:
 
 - projects every non-search baseline's op placement onto the groups (each tie
-  class on the device that holds most of its compute, rl_math.group_devices_from_ops)
+  class on the device that holds most of its compute, baselines.space.class_devices)
   and measures it: how much of the baseline survives the grouping;
 - runs simulated annealing (from single_gpu) and random search on the groups,
   each with the same number of measured placements.
@@ -38,13 +38,12 @@ _SEARCHES = ("local_search", "random_search")
 
 
 def _rows(spec: str, colocate: list[bool], depths: list[int], budget: int) -> list[list]:
-    from baselines import registry
+    from baselines import registry, space
     from graphs import pipeline
     from placer.core import cluster as cluster_lib
     from placer.core import configs_util
     from placer.measure.simulator import Simulator
     from placer.rl import problem as problem_lib
-    from placer.rl import rl_math
 
     config = configs_util.load_config(spec)
     config.cluster, config.measure = _CLUSTER.value, "sim"
@@ -71,9 +70,8 @@ def _rows(spec: str, colocate: list[bool], depths: list[int], budget: int) -> li
             groups.num_leaders,
         ]
         for name in _PROJECTED:
-            target = rl_math.group_devices_from_ops(
-                placed[name].devices, problem.op_group, problem.leader, weight, cluster.num_devices, problem.allowed
-            )
+            op_class = problem.leader[problem.op_group]
+            target = space.class_devices(placed[name].devices, op_class, problem.allowed, weight + 1e-9)[problem.leader]
             row.append(sim.measure([problem.placement(target)])[0].step_time)
         for name in _SEARCHES:
             t0 = time.time()

@@ -1,4 +1,4 @@
-"""Search speed on op-level NMT: the simulator's compiled path against its numpy path,
+"""Search speed on op-level NMT: the simulator's compiled kernel per placement,
 annealing's placements per second, and the seq2seq policy's own time per placement.
 
   .venv/bin/python -m bench.search_speed [--repeats=5] [--budget=16000] [--policy_steps=5]
@@ -27,24 +27,12 @@ from placer.core import clocks
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed runs of each figure; medians are reported.")
 _BATCH = flags.DEFINE_integer("batch", 64, "Placements per simulator call in the side-by-side timing.")
 _BUDGET = flags.DEFINE_integer("budget", 16000, "Placements per annealing run.")
-_OLD_BUDGET = flags.DEFINE_integer("old_budget", 512, "Placements per annealing run on the old route.")
 _SEARCH_REPEATS = flags.DEFINE_integer("search_repeats", 3, "Annealing runs (seeds 0, 1, ...).")
 _POLICY_STEPS = flags.DEFINE_integer("policy_steps", 5, "Timed policy steps (after one untimed).")
 _SKIP_POLICY = flags.DEFINE_bool("skip_policy", False, "Skip the policy timing (it imports TensorFlow).")
 
 TARGET_RATE = 300.0  # annealing, op-level NMT placements per second
 TARGET_POLICY_MS = 20.0  # policy sampling plus update per placement, grouped NMT
-
-
-class _OldRoute:
-    """The route before device arrays: one Placement per candidate, the numpy simulation."""
-
-    def __init__(self, sim):
-        self.sim = sim
-
-    def measure(self, placements):
-        rows = np.stack([self.sim._device_row(p) for p in placements])
-        return [r.measurement() for r in self.sim.run(rows, compiled=False)]
 
 
 def _load():
@@ -58,44 +46,35 @@ def _load():
 
 
 def bench_simulator(graph, cluster, repeats: int, batch: int) -> tuple[list[str], dict]:
-    """Op-level placements per second, compiled and numpy paths on the same candidates."""
-    from baselines import search  # noqa: PLC0415
+    """Op-level placements per second of the compiled kernel, `batch` placements per call and one."""
+    from baselines import space as space_lib  # noqa: PLC0415
     from placer.measure.simulator import Simulator  # noqa: PLC0415
 
     sim = Simulator(graph, cluster)
-    space = search.Space(graph, cluster, None, 256)
+    space = space_lib.Space(graph, cluster, None, 256)
     dev = space.devices(space.random(np.random.default_rng(0), batch))
     sim.run(dev[:2])  # compile
     rows, fig = [], {}
     for k in (batch, 1):
-        new_w, new_c = clocks.median_clocks(lambda k=k: sim.run(dev[:k]), repeats)
-        old_w, old_c = clocks.median_clocks(lambda k=k: sim.run(dev[:k], compiled=False), repeats)
-        fig[k] = (new_c / k, old_c / k)
-        rows.append(
-            f"| {k} | {new_w / k * 1e3:.2f} | {new_c / k * 1e3:.2f} | {old_w / k * 1e3:.2f} | {old_c / k * 1e3:.2f} "
-            f"| {old_w / new_w:.1f}x | {old_c / new_c:.1f}x |"
-        )
-    same = all(
-        a.step_time == b.step_time and (a.peak_memory == b.peak_memory).all()
-        for a, b in zip(sim.run(dev), sim.run(dev, compiled=False), strict=True)
-    )
+        wall, cpu = clocks.median_clocks(lambda k=k: sim.run(dev[:k]), repeats)
+        fig[k] = cpu / k
+        rows.append(f"| {k} | {wall / k * 1e3:.2f} | {cpu / k * 1e3:.2f} |")
     return [
         f"Op-level NMT ({graph.num_ops:,} ops, {graph.num_edges:,} edges) on `{cluster.name}`: {batch} random "
-        "placements of annealing's tie classes, legalised as annealing's candidates are; both paths "
-        f"side by side in one process, medians of {repeats}. Same step times and peaks on every one: {same}.",
+        "placements of annealing's tie classes, legalised as annealing's candidates are; medians of "
+        f"{repeats}.",
         "",
-        "| placements per call | compiled, wall ms per placement | compiled, CPU ms | numpy, wall ms "
-        "| numpy, CPU ms | speed-up (wall) | speed-up (CPU) |",
-        "|---|---|---|---|---|---|---|",
+        "| placements per call | wall ms per placement | CPU ms per placement |",
+        "|---|---|---|",
         *rows,
         "",
-        f"One placement per call, compiled: {fig[1][0] * 1e3:.2f} ms of CPU time "
-        f"({'under' if fig[1][0] < 1e-3 else 'NOT under'} 1 ms).",
+        f"One placement per call: {fig[1] * 1e3:.2f} ms of CPU time "
+        f"({'under' if fig[1] < 1e-3 else 'NOT under'} 1 ms).",
     ], fig
 
 
-def bench_annealing(graph, cluster, budget: int, old_budget: int, repeats: int) -> tuple[list[str], float]:
-    """Annealing placements per second, new route (arrays, compiled) and old (Placements, numpy)."""
+def bench_annealing(graph, cluster, budget: int, repeats: int) -> tuple[list[str], float]:
+    """Annealing placements per second (device arrays, compiled simulation)."""
     from baselines import registry  # noqa: PLC0415
     from placer.measure.simulator import Simulator  # noqa: PLC0415
 
@@ -107,26 +86,21 @@ def bench_annealing(graph, cluster, budget: int, old_budget: int, repeats: int) 
     sim = Simulator(graph, cluster)
     run(sim, 32, 0)  # compile
     new = [run(sim, budget, s) for s in range(repeats)]
-    old = [run(_OldRoute(Simulator(graph, cluster)), old_budget, 0)]
     new_s = statistics.median(w for w, _, _ in new)
     new_c = statistics.median(c for _, c, _ in new)
     rate, cpu_rate = budget / new_s, budget / new_c
-    old_rate, old_cpu_rate = old_budget / old[0][0], old_budget / old[0][1]
     lines = [
         "Annealing (`local_search`, placer-compare's settings: batch 16, t_start 0.02, t_end 0.0005, "
         "256 target groups) on op-level NMT, wall time of the whole call (grouping included):",
         "",
-        "| route | budget | runs | median wall s | placements per wall s | per CPU s | best step time (s) per run |",
-        "|---|---|---|---|---|---|---|",
-        f"| device arrays, compiled simulation | {budget:,} | {repeats} | {new_s:.1f} | {rate:,.0f} | {cpu_rate:,.0f} | "
+        "| budget | runs | median wall s | placements per wall s | per CPU s | best step time (s) per run |",
+        "|---|---|---|---|---|---|",
+        f"| {budget:,} | {repeats} | {new_s:.1f} | {rate:,.0f} | {cpu_rate:,.0f} | "
         f"{', '.join(f'{t:.4f}' for _, _, t in new)} |",
-        f"| a Placement per candidate, numpy simulation (before) | {old_budget:,} | 1 | {old[0][0]:.1f} | "
-        f"{old_rate:,.0f} | {old_cpu_rate:,.0f} | {old[0][2]:.4f} |",
         "",
         f"Target: at least {TARGET_RATE:.0f} placements per second: {'met' if rate >= TARGET_RATE else 'NOT met'} "
-        f"in wall time ({rate:,.0f}/s, {rate / old_rate:.1f}x the old route's {old_rate:,.0f}/s), "
-        f"{'met' if cpu_rate >= TARGET_RATE else 'NOT met'} in CPU time ({cpu_rate:,.0f}/s, "
-        f"{cpu_rate / old_cpu_rate:.1f}x the old route's {old_cpu_rate:,.0f}/s).",
+        f"in wall time ({rate:,.0f}/s), {'met' if cpu_rate >= TARGET_RATE else 'NOT met'} in CPU time "
+        f"({cpu_rate:,.0f}/s).",
     ]
     return lines, rate
 
@@ -208,7 +182,7 @@ def main(argv):
     graph, cluster, config = _load()
     lines, _ = bench_simulator(graph, cluster, _REPEATS.value, _BATCH.value)
     lines += [""]
-    ann, _ = bench_annealing(graph, cluster, _BUDGET.value, _OLD_BUDGET.value, _SEARCH_REPEATS.value)
+    ann, _ = bench_annealing(graph, cluster, _BUDGET.value, _SEARCH_REPEATS.value)
     lines += ann
     if not _SKIP_POLICY.value:
         pol, _ = bench_policy(graph, cluster, config, _POLICY_STEPS.value)
@@ -217,7 +191,7 @@ def main(argv):
         "",
         f"Commit {report.commit()}; load average during the run {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
         f"the process pinned to {len(os.sched_getaffinity(0))} of them "
-        "(wall times on a shared machine; the side-by-side ratios and CPU times are the steadier figures).",
+        "(wall times on a shared machine; the CPU times are the steadier figures).",
     ]
     body = "\n".join(lines)
     print(body)

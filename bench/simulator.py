@@ -37,7 +37,7 @@ def _load(spec: str, cluster, need_model=False):
 
 
 def bench_nmt(cluster, repeats: int, batch: int) -> tuple[list[str], dict]:
-    from baselines import search  # noqa: PLC0415
+    from baselines import space  # noqa: PLC0415
     from placer.core import (
         configs_util,  # noqa: PLC0415
         grouping,  # noqa: PLC0415
@@ -52,7 +52,7 @@ def bench_nmt(cluster, repeats: int, batch: int) -> tuple[list[str], dict]:
     sim = Simulator(graph, cluster, op_group=groups.op_group)
     init_s = time.perf_counter() - t0
     rng = np.random.default_rng(0)
-    placements = search.random_group_devices(graph, cluster, groups, batch, rng)
+    placements = space.random_group_devices(graph, cluster, groups, batch, rng)
     sim.measure_devices(placements[:8])  # warm caches
     rows = []
     figures = {}

@@ -108,6 +108,32 @@ class Cluster:
         """Returns [D] seconds added to every tensor each device sends to another."""
         return np.array([d.transfer_cost for d in self.devices], dtype=np.float64)
 
+    def op_seconds(self, graph, op_unit: np.ndarray | None = None, *, dispatch: bool = True) -> np.ndarray:
+        """Returns [n_ops, D] seconds each op of `graph` takes on each device (NaN: no kernel there).
+
+        An op takes its cost on a reference device of the device's type
+        (`OpGraph.cost_for`) over the device's speed, plus, with `dispatch`,
+        the device's dispatch if a training step runs it (`OpGraph.step_weights`).
+        Every model of op time (the simulator, the lower bounds, the
+        baselines, the learners' features) reads it here.
+
+        Args:
+          graph: the OpGraph.
+          op_unit: optional [n_ops] unit of each op (units numbered from 0):
+            then [U, D] seconds of each unit's ops run back to back, their
+            costs summed before the division by speed, one dispatch per op.
+          dispatch: whether the per-op dispatch is added.
+        """
+        cost = np.stack([graph.cost_for(d.type) for d in self.devices], axis=1)
+        runs = graph.step_weights()
+        if op_unit is not None:
+            op_unit = np.asarray(op_unit, dtype=np.int64)
+            num = int(op_unit.max()) + 1 if len(op_unit) else 0
+            cost = np.stack([np.bincount(op_unit, weights=c, minlength=num) for c in cost.T], axis=1)
+            runs = np.bincount(op_unit, weights=runs, minlength=num)
+        seconds = cost / self.speeds()[None, :]
+        return seconds + runs[:, None] * self.dispatch()[None, :] if dispatch else seconds
+
     def to_json(self) -> dict:
         """Returns the documented JSON form, with per-pair overrides spelt out."""
         d = len(self.devices)

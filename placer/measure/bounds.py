@@ -40,8 +40,7 @@ def op_min_times(graph: OpGraph, cluster: Cluster) -> np.ndarray:
     if graph.num_ops == 0:
         return np.zeros(0)
     cluster = calibration.calibrated(cluster, graph)
-    runs = graph.step_weights()
-    times = np.stack([graph.cost_for(d.type) / d.speed + runs * d.dispatch for d in cluster.devices], 1)
+    times = cluster.op_seconds(graph)
     bad = np.isnan(times).all(1)
     if bad.any():
         op = int(np.argmax(bad))

@@ -1,24 +1,23 @@
-"""The simulator's compiled path: many placements of one unit graph, one compiled call (no TensorFlow).
+"""The simulator's schedule kernel: many placements of one unit graph, one compiled call (no TensorFlow).
 
-`Simulator` measures batches of placements through `run` whenever it need
-not record a trace. Everything that does not depend on the
-placement is gathered once per unit graph (`prepare`): the successor lists,
-the producer-to-consumer transfer tables, the seconds of every unit on every
-device and the link latencies and bandwidths. `run` then computes, inside
-one numba call per batch, what `Simulator`'s traced path computes with numpy
-for each placement: durations, the bytes and tensors each unit sends to each
-device, the schedule (`placer.measure.schedule.schedule_one`), the memory
-peaks (`placer.measure.memory.peaks_in_order`), busy time, bytes moved and the
-first colocation set split across devices. The model is the one in
-`placer.measure.simulator`'s docstring; the results are the same numbers
-(tests/measure/test_fast_path.py compares them bit for bit). The seconds per
-unit and device and the link latencies are read from `prepare`'s arrays
-only, so a cost added to every op or transfer (set up once by the
-simulator) reaches this path unchanged.
+This is the only implementation of the simulated step (the model is in
+`placer.measure.simulator`'s docstring). Everything that does not depend on
+the placement is gathered once per unit graph (`prepare`): the successor
+lists, the producer-to-consumer transfer tables, the seconds of every unit
+on every device (`Cluster.op_seconds`) and the link latencies and
+bandwidths. `run` then computes, inside one numba call per batch, for each
+placement: durations, the bytes and tensors each unit sends to each device,
+the schedule (`placer.measure.schedule.schedule_one`; with a serial
+executor, one timeline for every device), the memory peaks
+(`placer.measure.memory.peaks_in_order`), busy time, bytes moved and the
+first colocation set split across devices, and on request the schedule
+itself (unit and transfer times, for traces). tests/measure/reference_sim.py
+computes the same numbers in plain numpy, step by step, and the tests compare
+the two bit for bit.
 
 numba's on-disk cache of `_run` is keyed on this file alone: after an edit of
 `schedule.py` or `memory.py`, delete `placer/measure/__pycache__/*.nb[ic]`
-(or touch this file) so that the compiled path picks the edit up.
+(or touch this file) so that the kernel picks the edit up.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ class Prepared:
       bandwidth: [D, D] bytes per second of each link.
       coloc_units, coloc_start: colocation sets spanning several units, as
         unit indices concatenated, and the offset of each set.
+      serial: one executor thread runs every device's units (`Cluster.serial_executor`).
     """
 
     units: Units
@@ -51,6 +51,7 @@ class Prepared:
     bandwidth: np.ndarray
     coloc_units: np.ndarray
     coloc_start: np.ndarray
+    serial: bool = False
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -64,6 +65,10 @@ class Outcome:
       moved: [K] bytes sent between devices.
       unsupported: [K] bool, some unit is on a device without a kernel for it.
       coloc: [K] index of the first colocation set split across devices, -1 if none.
+      start, end: [K, U] seconds each unit started and finished (traced runs only, else None).
+      tx_start, tx_end: [K, U, D] seconds the transfer of a unit's outputs to
+        a device started and ended, NaN where there is none (traced runs only).
+      nbytes: [K, U, D] bytes each unit sent to each device (traced runs only).
     """
 
     finish: np.ndarray
@@ -72,9 +77,14 @@ class Outcome:
     moved: np.ndarray
     unsupported: np.ndarray
     coloc: np.ndarray
+    start: np.ndarray | None = None
+    end: np.ndarray | None = None
+    tx_start: np.ndarray | None = None
+    tx_end: np.ndarray | None = None
+    nbytes: np.ndarray | None = None
 
 
-def prepare(units: Units, seconds, latency, bandwidth, coloc_units, coloc_start) -> Prepared:
+def prepare(units: Units, seconds, latency, bandwidth, coloc_units, coloc_start, serial: bool = False) -> Prepared:
     """Gathers the arrays `run` reads (contiguous, in the dtypes the kernel takes).
 
     Args:
@@ -84,6 +94,7 @@ def prepare(units: Units, seconds, latency, bandwidth, coloc_units, coloc_start)
       bandwidth: [D, D] bytes per second and link.
       coloc_units: [M] unit indices of the colocation sets spanning several units.
       coloc_start: [S] offset of each set in `coloc_units`.
+      serial: whether one executor thread runs every device's units.
     """
     f64, i64 = np.float64, np.int64
     return Prepared(
@@ -93,15 +104,17 @@ def prepare(units: Units, seconds, latency, bandwidth, coloc_units, coloc_start)
         np.ascontiguousarray(bandwidth, f64),
         np.ascontiguousarray(coloc_units, i64),
         np.ascontiguousarray(coloc_start, i64),
+        bool(serial),
     )
 
 
-def run(p: Prepared, dev: np.ndarray) -> Outcome:
+def run(p: Prepared, dev: np.ndarray, *, trace: bool = False) -> Outcome:
     """Simulates K placements of the unit graph in one compiled call.
 
     Args:
       p: the prepared unit graph.
       dev: [K, U] int device per unit.
+      trace: also return each placement's schedule (unit and transfer times, bytes sent).
 
     Returns:
       The step figures of each placement (failures are not judged here: see `Outcome`).
@@ -109,9 +122,12 @@ def run(p: Prepared, dev: np.ndarray) -> Outcome:
     u = p.units
     dev = np.ascontiguousarray(dev, np.int64)
     k, dn = len(dev), p.seconds.shape[1]
+    kt, ut = (k, u.num_units) if trace else (0, 0)
     out = Outcome(
-        np.zeros(k), np.zeros((k, dn)), np.zeros((k, dn)), np.zeros(k), np.zeros(k, bool), np.zeros(k, np.int64)
-    )
+        np.zeros(k), np.zeros((k, dn)), np.zeros((k, dn)), np.zeros(k), np.zeros(k, bool), np.zeros(k, np.int64),
+        np.zeros((kt, ut)), np.zeros((kt, ut)), np.full((kt, ut, dn), np.nan), np.full((kt, ut, dn), np.nan),
+        np.zeros((kt, ut, dn)),
+    )  # fmt: skip
     graph = (u.succ_ptr, u.succ_unit, u.succ_data, u.indeg, u.external, u.transient, u.persistent)
     pairs = (u.pair_unit, u.pair_cons, u.pair_bytes, u.pair_count)
     ents = (u.ent_unit, u.ent_cons, u.ent_bytes, u.ent_pstart)
@@ -124,20 +140,19 @@ def run(p: Prepared, dev: np.ndarray) -> Outcome:
         p.bandwidth,
         p.coloc_units,
         p.coloc_start,
+        p.serial,
         dev,
-        out.finish,
-        out.busy,
-        out.peak,
-        out.moved,
-        out.unsupported,
-        out.coloc,
+        (out.finish, out.busy, out.peak, out.moved, out.unsupported, out.coloc),
+        (out.start, out.end, out.tx_start, out.tx_end, out.nbytes),
     )
+    if not trace:
+        return dataclasses.replace(out, start=None, end=None, tx_start=None, tx_end=None, nbytes=None)
     return out
 
 
 @numba.njit(cache=True)
 def _transfers(pairs, ents, dv, nbytes, ntens):
-    """Writes [U, D] bytes and tensors each unit sends to each device (`units.transfer_tables`, one placement)."""
+    """Writes [U, D] bytes and tensors each unit sends to each device under one placement (0 to its own)."""
     pair_unit, pair_cons, pair_bytes, pair_count = pairs
     ent_unit, ent_cons, ent_bytes, ent_pstart = ents
     nbytes[:, :] = 0.0
@@ -167,8 +182,58 @@ def _transfers(pairs, ents, dv, nbytes, ntens):
 
 
 @numba.njit(cache=True)
-def _run(graph, pairs, ents, seconds, lat, bw, cu, cs, dev, finish, busy, peak, moved, unsupported, coloc):
+def _numpy_sum(x):
+    """The sum of a short 1-D array in the order numpy's `sum` adds it (pairwise in blocks of 8)."""
+    n = len(x)
+    if n < 8:
+        s = 0.0
+        for v in x:
+            s += v
+        return s
+    r = x[:8].copy()
+    i = 8
+    while i < n - n % 8:
+        for j in range(8):
+            r[j] += x[i + j]
+        i += 8
+    s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < n:
+        s += x[i]
+        i += 1
+    return s
+
+
+@numba.njit(cache=True)
+def _schedule(graph, dv, dur, need, xt, serial, start, fin, tx_start, tx_end, work):
+    """Schedules one placement: each device on its own, or with `serial` all on one executor thread.
+
+    The serial thread runs every unit in turn and spends its transfers right
+    after it (TF's _Send and _Recv run on that thread too): the units are
+    scheduled as on one device, each taking its duration plus its transfers,
+    and each transfer starts and ends when its extended unit finishes.
+    """
+    ptr, succ, sdata, indeg = graph[0], graph[1], graph[2], graph[3]
+    if not serial:
+        schedule.schedule_one(ptr, succ, sdata, indeg, dv, dur, need, xt, start, fin, tx_start, tx_end, work)
+        return
+    u_n = len(dv)
+    one = np.zeros(u_n, np.int64)
+    longer = np.empty(u_n)
+    for u in range(u_n):
+        longer[u] = dur[u] + _numpy_sum(xt[u])
+    none = np.zeros((u_n, 1), np.bool_)
+    unused = np.zeros((u_n, 1))
+    schedule.schedule_one(ptr, succ, sdata, indeg, one, longer, none, unused, start, fin, unused, unused, work)
+    for u in range(u_n):
+        for b in range(need.shape[1]):
+            if need[u, b]:
+                tx_start[u, b] = tx_end[u, b] = fin[u]
+
+
+@numba.njit(cache=True)
+def _run(graph, pairs, ents, seconds, lat, bw, cu, cs, serial, dev, out, traced):
     ptr, succ, sdata, indeg, external, transient, persistent = graph
+    finish, busy, peak, moved, unsupported, coloc = out
     k_n, u_n = dev.shape
     dn = seconds.shape[1]
     sched_work = schedule.scratch(u_n, dn)
@@ -201,7 +266,7 @@ def _run(graph, pairs, ents, seconds, lat, bw, cu, cs, dev, finish, busy, peak, 
                 xt[u, b] = ntens[u, b] * lat[a, b] + nbytes[u, b] / bw[a, b] if need[u, b] else 0.0
                 total += nbytes[u, b]
         moved[k] = total
-        schedule.schedule_one(ptr, succ, sdata, indeg, dv, dur, need, xt, start, fin, tx_start, tx_end, sched_work)
+        _schedule(graph, dv, dur, need, xt, serial, start, fin, tx_start, tx_end, sched_work)
         finish[k] = fin.max() if u_n else 0.0
         act[:] = 0.0
         memory.peaks_in_order(
@@ -221,3 +286,19 @@ def _run(graph, pairs, ents, seconds, lat, bw, cu, cs, dev, finish, busy, peak, 
             if lo_d != hi_d:
                 coloc[k] = j
                 break
+        if len(traced[0]):
+            _record(traced, k, start, fin, tx_start, tx_end, nbytes, need)
+
+
+@numba.njit(cache=True)
+def _record(traced, k, start, fin, tx_start, tx_end, nbytes, need):
+    """Copies placement k's schedule into the traced outputs (transfer times only where one exists)."""
+    t_start, t_end, t_txs, t_txe, t_bytes = traced
+    t_start[k] = start
+    t_end[k] = fin
+    t_bytes[k] = nbytes
+    for u in range(need.shape[0]):
+        for b in range(need.shape[1]):
+            if need[u, b]:
+                t_txs[k, u, b] = tx_start[u, b]
+                t_txe[k, u, b] = tx_end[u, b]

@@ -3,9 +3,9 @@
 The model is in `placer.measure.simulator`'s docstring: persistent bytes of
 the ops on a device, plus activations alive between their allocation and
 their last reader; frees at a time come before allocations at that time.
-Two compiled sweeps give the same peaks: `peaks_one` sorts every allocation
-and free event (the traced path), `peaks_in_order` places the frees among
-the allocations without a full sort (the compiled path, about linear time).
+`peaks_in_order` places the frees among the allocations without sorting
+every event (about linear time); tests/measure/reference_sim.py sorts every
+allocation and free event instead, and the tests compare the two.
 Sources of the model: the liveness rule follows TF's runtime, where a
 kernel allocates its outputs when it runs and a buffer is released when the
 last reference to it, held by its consumers, goes; variables live for the
@@ -19,132 +19,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-
-from placer.measure import schedule as sched
-from placer.measure.units import Units
-
-
-def peak_memory(
-    units: Units, dev: np.ndarray, s: sched.Schedule, nbytes: np.ndarray, need: np.ndarray, num_devices: int
-) -> np.ndarray:
-    """Peak bytes per device of K scheduled placements (model in the module docstring).
-
-    Args:
-      units: the unit graph.
-      dev: [K, U] device per unit.
-      s: their schedule.
-      nbytes: [K, U, D] bytes each unit sends to each device.
-      need: [K, U, D] whether that transfer exists.
-      num_devices: D.
-
-    Returns:
-      [K, D] peak bytes.
-    """
-    k, u_n = dev.shape
-    peak = np.zeros((k, num_devices))
-    _activation_peaks(
-        np.ascontiguousarray(units.succ_ptr, np.int64),
-        np.ascontiguousarray(units.succ_unit, np.int64),
-        np.ascontiguousarray(units.succ_data, np.bool_),
-        np.ascontiguousarray(units.external, np.float64),
-        np.ascontiguousarray(units.transient, np.float64),
-        np.ascontiguousarray(dev, np.int64),
-        s.start,
-        s.finish,
-        s.tx_start,
-        s.tx_end,
-        np.ascontiguousarray(np.broadcast_to(nbytes, need.shape), np.float64),
-        np.ascontiguousarray(need, np.bool_),
-        peak,
-    )
-    return per_device_sum(dev, np.broadcast_to(units.persistent, (k, u_n)), num_devices) + peak
-
-
-@numba.njit(cache=True)
-def _activation_peaks(ptr, succ, sdata, external, transient, dev, start, finish, tx_start, tx_end, nbytes, need, peak):
-    """Writes [K, D] peak activation bytes into `peak` (zeros on entry)."""
-    k_n, u_n = dev.shape
-    work = scratch(u_n, need.shape[2])
-    for k in range(k_n):
-        peaks_one(
-            ptr, succ, sdata, external, transient, dev[k], start[k], finish[k], tx_start[k], tx_end[k], nbytes[k],
-            need[k], peak[k], work,
-        )  # fmt: skip
-
-
-@numba.njit(cache=True)
-def scratch(num_units, num_devices):
-    """Work arrays of `peaks_one` for graphs of up to `num_units` units on `num_devices` devices."""
-    cap = 3 * num_units + 2 * num_units * num_devices
-    return (
-        np.empty((max(num_units, 1), num_devices)),
-        np.empty(cap),
-        np.empty(cap),
-        np.empty(cap, np.int64),
-        np.zeros(num_devices),
-    )
-
-
-@numba.njit(cache=True)
-def peaks_one(ptr, succ, sdata, external, transient, dv, start, finish, tx_start, tx_end, nbytes, need, peak, work):
-    """Peak activation bytes per device of one scheduled placement, compiled.
-
-    Args:
-      ptr, succ, sdata, external, transient: the unit graph (`Units` fields).
-      dv: [U] device per unit.
-      start, finish: [U] seconds.
-      tx_start, tx_end, nbytes, need: [U, D] transfers of each unit's outputs.
-      peak: [D] written: the peak activation bytes (zeros on entry).
-      work: `scratch(U, D)`.
-    """
-    u_n = dv.shape[0]
-    dn = need.shape[1]
-    last_read, t, delta, ev_dev, live = work  # last_read: last finish of a data reader of a unit on a device
-    last_read[:u_n, :] = -np.inf
-    for u in range(u_n):
-        for e in range(ptr[u], ptr[u + 1]):
-            if sdata[e]:
-                h = succ[e]
-                b = dv[h]
-                if finish[h] > last_read[u, b]:
-                    last_read[u, b] = finish[h]
-    n = 0
-    for u in range(u_n):
-        d = dv[u]
-        # The unit's external outputs stay until its last reader on d finished
-        # and its transfers left.
-        release = max(finish[u], last_read[u, d])
-        for b in range(dn):
-            if need[u, b]:
-                release = max(release, tx_end[u, b])
-                t[n], delta[n], ev_dev[n] = tx_start[u, b], nbytes[u, b], b
-                t[n + 1], delta[n + 1], ev_dev[n + 1] = last_read[u, b], -nbytes[u, b], b
-                n += 2
-        t[n], delta[n], ev_dev[n] = start[u], external[u] + transient[u], d
-        t[n + 1], delta[n + 1], ev_dev[n + 1] = finish[u], -transient[u], d
-        t[n + 2], delta[n + 2], ev_dev[n + 2] = release, -external[u], d
-        n += 3
-    order = np.argsort(t[:n])
-    live[:] = 0.0
-    i = 0
-    while i < n:  # all events of one time first, then read memory
-        j = i
-        now = t[order[i]]
-        while j < n and t[order[j]] == now:
-            live[ev_dev[order[j]]] += delta[order[j]]
-            j += 1
-        for m in range(i, j):
-            d = ev_dev[order[m]]
-            if live[d] > peak[d]:
-                peak[d] = live[d]
-        i = j
-
-
-def per_device_sum(dev: np.ndarray, values: np.ndarray, num_devices: int) -> np.ndarray:
-    """Sums [K, U] values per device of [K, U] `dev`; returns [K, D]."""
-    k = len(dev)
-    flat = (np.arange(k)[:, None] * num_devices + dev).ravel()
-    return np.bincount(flat, weights=np.ravel(values), minlength=k * num_devices).reshape(k, num_devices)
 
 
 @numba.njit(cache=True)
@@ -181,7 +55,7 @@ def _lower_bound(a, lo, hi, x):
 def peaks_in_order(
     ptr, succ, sdata, external, transient, dv, start, finish, tx_start, tx_end, nbytes, need, seq, peak, work
 ):
-    """`peaks_one` without sorting every event: the same peaks, in about linear time.
+    """Peak activation bytes per device of one scheduled placement, compiled, in about linear time.
 
     Memory only grows at allocations, so a device's peak is reached just after
     the allocations of some instant, once every event of that instant is

@@ -1,7 +1,8 @@
-"""The simulator's schedule engine: list scheduling of the unit graph (no TensorFlow).
+"""The simulator's schedule engine: list scheduling of the unit graph, compiled (no TensorFlow).
 
-`schedule` turns per-placement arrays (unit device, duration, transfer times)
-over the unit graph of `placer.measure.units` into start and finish times.
+`schedule_one` turns one placement's arrays (unit device, duration, transfer
+times) over the unit graph of `placer.measure.units` into start and finish
+times; the kernel of `placer.measure.fast` calls it for every placement.
 
 Scheduling rule: list scheduling in which every device runs one unit at a
 time and, whenever it is free, starts the ready unit of highest priority;
@@ -23,63 +24,8 @@ grouped graph, or one placement of a 30,000-op graph, take milliseconds.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numba
 import numpy as np
-
-from placer.measure.units import Units
-
-
-@dataclasses.dataclass
-class Schedule:
-    """Start and finish times of K placements (seconds from the step start).
-
-    Attributes:
-      start, finish: [K, U] per unit.
-      tx_start, tx_end: [K, U, D] transfer of a unit's outputs to a device
-        (NaN where there is none).
-    """
-
-    start: np.ndarray
-    finish: np.ndarray
-    tx_start: np.ndarray
-    tx_end: np.ndarray
-
-
-def schedule(units: Units, dev, dur, need, xt, num_devices: int) -> Schedule:
-    """List-schedules K placements of the unit graph (rule in the module docstring).
-
-    Args:
-      units: the (acyclic) unit graph.
-      dev: [K, U] int device per unit.
-      dur: [K, U] seconds per unit on its device.
-      need: [K, U, D] bool, a transfer from the unit to the device exists.
-      xt: [K, U, D] seconds of that transfer.
-      num_devices: D.
-    """
-    k, u_n = np.shape(dev)
-    out = Schedule(
-        np.zeros((k, u_n)),
-        np.zeros((k, u_n)),
-        np.full((k, u_n, num_devices), np.nan),
-        np.full((k, u_n, num_devices), np.nan),
-    )
-    _schedule_all(
-        np.ascontiguousarray(units.succ_ptr, np.int64),
-        np.ascontiguousarray(units.succ_unit, np.int64),
-        np.ascontiguousarray(units.succ_data, np.bool_),
-        np.ascontiguousarray(units.indeg, np.int64),
-        np.ascontiguousarray(dev, np.int64),
-        np.ascontiguousarray(dur, np.float64),
-        np.ascontiguousarray(need, np.bool_),
-        np.ascontiguousarray(xt, np.float64),
-        out.start,
-        out.finish,
-        out.tx_start,
-        out.tx_end,
-    )
-    return out
 
 
 @numba.njit(cache=True, inline="always")
@@ -174,16 +120,6 @@ def scratch(num_units, num_devices):
         np.zeros(u),
         np.zeros(u, np.int64),
     )
-
-
-@numba.njit(cache=True)
-def _schedule_all(ptr, succ, sdata, indeg0, dev, dur, need, xt, start, finish, tx_start, tx_end):
-    k_n, u_n = dev.shape
-    work = scratch(u_n, need.shape[2])
-    for k in range(k_n):
-        schedule_one(
-            ptr, succ, sdata, indeg0, dev[k], dur[k], need[k], xt[k], start[k], finish[k], tx_start[k], tx_end[k], work
-        )
 
 
 @numba.njit(cache=True)

@@ -48,44 +48,36 @@ class SimResult:
         )
 
 
-def op_trace(sim, units, dev_u, s, i, nbytes) -> dict:
-    """Op-level start and finish times (s) and transfers of placement `i` of a simulated chunk.
+def op_trace(sim, units, dev_u, o, i) -> dict:
+    """Op-level start and finish times (s) and transfers of placement `i` of a traced kernel run.
+
+    The ops of a unit run back to back in index order from the unit's
+    start, each taking its seconds on its device (`Cluster.op_seconds`; an
+    op without a kernel there, its dispatch).
 
     Args:
       sim: the placer.measure.simulator.Simulator that ran it.
       units: the units it scheduled; dev_u: [U] their devices.
-      s: the chunk's schedule; i: the placement's row in it.
-      nbytes: [U, D] bytes each unit sent to each device.
+      o: the traced placer.measure.fast.Outcome; i: the placement's row in it.
 
     Returns:
       SimResult's trace fields: op_device, op_start, op_finish, transfers.
     """
     g = sim.graph
+    n = g.num_ops
     op_dev = dev_u[units.op_unit]
-    col = np.maximum(sim.type_col[op_dev], 0)
-    speed = sim.speed[op_dev]
-    # Ops of the step before this one in its unit (index order), each with its dispatch.
-    w = g.step_weights()
-    order = np.lexsort((np.arange(g.num_ops), units.op_unit))
+    seconds = sim.cluster.op_seconds(g)[np.arange(n), op_dev]
+    seconds = np.where(np.isnan(seconds), g.step_weights() * sim.cluster.dispatch()[op_dev], seconds)  # no kernel
+    order = np.lexsort((np.arange(n), units.op_unit))
     first = np.searchsorted(units.op_unit[order], units.op_unit[order])
-    before = np.cumsum(w[order]) - w[order]  # step ops before each, in the sorted order
-    rank = np.empty(g.num_ops)
-    rank[order] = before - before[first]
-    disp = sim.dispatch[op_dev] * w
-    op_start = s.start[i][units.op_unit] + units.offset[np.arange(g.num_ops), col] / speed + rank * disp
-    cost = np.nan_to_num(g.compute_cost[np.arange(g.num_ops), col]) if g.device_types else np.zeros(g.num_ops)
-    op_finish = op_start + cost / speed + disp
+    before = np.cumsum(seconds[order]) - seconds[order]  # seconds of the ops before each, in the sorted order
+    op_start = np.empty(n)
+    op_start[order] = o.start[i][units.op_unit[order]] + (before - before[first])
     last = np.zeros(units.num_units, dtype=np.int64)
-    np.maximum.at(last, units.op_unit, np.arange(g.num_ops))
+    np.maximum.at(last, units.op_unit, np.arange(n))
     transfers = tuple(
-        (
-            int(dev_u[u]),
-            int(b),
-            float(s.tx_start[i, u, b]),
-            float(s.tx_end[i, u, b]),
-            float(nbytes[u, b]),
-            str(g.names[last[u]]),
-        )
-        for u, b in zip(*np.nonzero(~np.isnan(s.tx_start[i])), strict=True)
-    )
-    return {"op_device": op_dev, "op_start": op_start, "op_finish": op_finish, "transfers": transfers}
+        (int(dev_u[u]), int(b), float(o.tx_start[i, u, b]), float(o.tx_end[i, u, b]), float(o.nbytes[i, u, b]),
+         str(g.names[last[u]]))
+        for u, b in zip(*np.nonzero(~np.isnan(o.tx_start[i])), strict=True)
+    )  # fmt: skip
+    return {"op_device": op_dev, "op_start": op_start, "op_finish": op_start + seconds, "transfers": transfers}

@@ -3,9 +3,9 @@
 Model (all times in seconds, sizes in bytes):
 
 * Compute: an op placed on device d takes
-  `graph.cost_for(d.type)[op] / d.speed + d.dispatch`: its kernel time,
-  scaled by the device's speed, plus the runtime's fixed cost of running one
-  op there (TF's executor bookkeeping, and on a GPU the kernel launch). The
+  `graph.cost_for(d.type)[op] / d.speed + d.dispatch` (`Cluster.op_seconds`):
+  its kernel time, scaled by the device's speed, plus the runtime's fixed
+  cost of running one op there (TF's executor bookkeeping, and on a GPU the kernel launch). The
   dispatch term is what makes many small ops cost more than one large op of
   the same total work. Each device runs one op (or unit, below) at a time;
   whenever it is free it starts the ready one of highest priority, the lowest
@@ -46,8 +46,9 @@ policy places, and it makes thousands of placements per second possible; a
 placement that splits a group is simulated op by op. Holding outputs until the
 group ends makes the group level report longer steps than the op level on the
 same placement (`Simulator.level` names the level a placement gets).
-Scheduling is `placer.measure.schedule` (compiled with numba), memory and the
-rest numpy.
+Every placement, traced or not, runs through one compiled kernel
+(`placer.measure.fast`); tests/measure/reference_sim.py is its plain-numpy
+reference.
 
 Sources: Graham's list scheduling of a task graph, with the per-edge
 latency-plus-bytes-over-bandwidth cost of the simulators of Mirhoseini et al.
@@ -67,13 +68,13 @@ from placer.core.errors import InputError
 from placer.core.measurement import ERROR, OOM, UNSUPPORTED, Measurement
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
-from placer.measure import calibration, executor, fast, sim_trace
-from placer.measure import schedule as sched
-from placer.measure.memory import peak_memory, per_device_sum
+from placer.measure import calibration, fast, sim_trace
 from placer.measure.sim_trace import SimResult
-from placer.measure.units import Units, contract, transfer_tables
+from placer.measure.units import Units, contract
 
-_CHUNK_ELEMS = 1 << 18  # [K, U, D] elements per simulated chunk (bounds memory, keeps arrays in cache)
+# The two simulation levels a step time can come from, named in every report that quotes one.
+LEVEL_OP = "op"  # every op scheduled on its own, its outputs sent when it ends
+LEVEL_GROUP = "group"  # a group's ops back to back, its outputs sent when the whole group ends
 
 
 class Simulator:
@@ -103,21 +104,14 @@ class Simulator:
         cluster = calibration.calibrated(cluster, graph)
         self.graph, self.cluster = graph, cluster
         self.num_devices = cluster.num_devices
-        self.type_col = np.array(
-            [graph.device_types.index(d.type) if d.type in graph.device_types else -1 for d in cluster.devices]
-        )
-        self.speed = cluster.speeds()
         self.memory = cluster.memory()
         self.latency = np.asarray(cluster.latency, dtype=np.float64)
         self.bandwidth = np.asarray(cluster.bandwidth, dtype=np.float64)
-        self.dispatch = cluster.dispatch()
-        self.transfer_cost = cluster.transfer_cost()
-        self.per_tensor = self.latency + self.transfer_cost[:, None]  # [D, D] fixed seconds per tensor sent
+        self.per_tensor = self.latency + cluster.transfer_cost()[:, None]  # [D, D] fixed seconds per tensor sent
         sets = colocation_sets(graph)
         self._coloc_ops = np.concatenate(sets) if sets else np.zeros(0, np.int64)
         self._coloc_start = np.cumsum([0] + [len(m) for m in sets[:-1]]).astype(np.int64)[: len(sets)]
-        self._units: dict[bytes | None, tuple[Units, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._fast: dict[int, fast.Prepared] = {}
+        self._units: dict[bytes | None, tuple[fast.Prepared, np.ndarray]] = {}
         self.op_group = None if op_group is None else np.asarray(op_group, dtype=np.int64)
         if self.op_group is not None:
             if self.op_group.shape != (graph.num_ops,):
@@ -148,17 +142,17 @@ class Simulator:
         return out  # type: ignore[return-value]
 
     def level(self, placement: Placement) -> str:
-        """executor.LEVEL_GROUP when `measure` simulates `placement` by groups (its own, else the
-        constructor's `op_group`, each placed whole, acyclic), else executor.LEVEL_OP."""
+        """LEVEL_GROUP when `measure` simulates `placement` by groups (its own, else the
+        constructor's `op_group`, each placed whole, acyclic), else LEVEL_OP."""
         groups = self.op_group if placement.groups is None else placement.groups
         if groups is None or not self.graph.num_ops:
-            return executor.LEVEL_OP
+            return LEVEL_OP
         grp = np.asarray(groups, np.int64)
         dev = np.asarray(placement.devices, np.int64)
         first = np.full(int(grp.max()) + 1, -1)
         first[grp[::-1]] = np.arange(len(grp))[::-1]
         whole = bool((dev[first[grp]] == dev).all()) and self._units_for(grp).acyclic
-        return executor.LEVEL_GROUP if whole else executor.LEVEL_OP
+        return LEVEL_GROUP if whole else LEVEL_OP
 
     def measure_devices(self, batch: np.ndarray, op_group: Sequence[int] | None = None) -> list[Measurement]:
         """Simulates a batch of placements given as device indices.
@@ -177,11 +171,9 @@ class Simulator:
         """Simulates one placement ([n_ops] or [n_groups] device indices)."""
         return self.run(np.asarray(devices)[None], op_group=op_group, trace=trace)[0]
 
-    def run(
-        self, batch: np.ndarray, *, op_group: Sequence[int] | None = None, trace: bool = False, compiled: bool = True
-    ) -> list[SimResult]:
-        """Simulates K placements (see `measure_devices`), returning SimResults: in one compiled call
-        (placer.measure.fast) unless traced or `compiled=False`, the numpy path (same results, slower)."""
+    def run(self, batch: np.ndarray, *, op_group: Sequence[int] | None = None, trace: bool = False) -> list[SimResult]:
+        """Simulates K placements (see `measure_devices`) in one compiled call (placer.measure.fast),
+        returning SimResults; with `trace`, each with its op-level timeline."""
         batch = np.asarray(batch, dtype=np.int64)
         if batch.ndim != 2:
             raise InputError(f"placement batch must be 2-D [K, n], got shape {batch.shape}")
@@ -207,11 +199,11 @@ class Simulator:
                 first[grp[::-1]] = np.arange(n)[::-1]
                 gdev = batch[:, first]
                 whole = (gdev[:, grp] == batch).all(1)
-            self._run_units(units, gdev[whole][:, units.unit_group], trace, compiled, out, np.flatnonzero(whole))
+            self._run_units(grp, gdev[whole][:, units.unit_group], trace, out, np.flatnonzero(whole))
         if not whole.all():
             rest = np.flatnonzero(~whole)
             ops = batch[rest][:, grp] if per_group else batch[rest]
-            self._run_units(self._units_for(None), ops, trace, compiled, out, rest)
+            self._run_units(None, ops, trace, out, rest)
         return out  # type: ignore[return-value]
 
     # ----- internals ------------------------------------------------------
@@ -230,6 +222,12 @@ class Simulator:
         return remap[np.asarray(p.devices, dtype=np.int64)]
 
     def _units_for(self, grp: np.ndarray | None) -> Units:
+        """The unit graph of op-to-group map `grp` (None: op level)."""
+        return self._prepared(grp)[0].units
+
+    def _prepared(self, grp: np.ndarray | None) -> tuple[fast.Prepared, np.ndarray]:
+        """(the kernel's arrays for `grp`'s unit graph, [S] first op of each colocation set spanning
+        several units), built once per map."""
         key = None if grp is None else grp.tobytes()
         if key not in self._units:
             units = contract(self.graph, grp)
@@ -242,81 +240,21 @@ class Simulator:
                     cs.append(len(cu))
                     cu.extend(members.tolist())
                     cop.append(self._coloc_ops[lo])
-            self._units[key] = (units, np.asarray(cu, np.int64), np.asarray(cs, np.int64), np.asarray(cop, np.int64))
-        return self._units[key][0]
-
-    def unit_seconds(self, units: Units) -> np.ndarray:
-        """[U, D] seconds each unit computes on each device (NaN where a kernel is missing)."""
-        tcol = np.maximum(self.type_col, 0)
-        cost = np.where(self.type_col[None, :] >= 0, units.cost[:, tcol], np.nan)
-        # A unit of n ops pays n dispatches of its device, as its ops would one by one (ops outside the step none).
-        runs = executor.op_counts(units, self.graph.step_weights())
-        return cost / self.speed[None, :] + runs[:, None] * self.dispatch[None, :]
-
-    def _prepared(self, units: Units) -> fast.Prepared:
-        if id(units) not in self._fast:  # the units stay alive in self._units
-            _, cu, cs, _ = next(v for v in self._units.values() if v[0] is units)
-            self._fast[id(units)] = fast.prepare(
-                units, self.unit_seconds(units), self.per_tensor, self.bandwidth, cu, cs
+            seconds = self.cluster.op_seconds(self.graph, units.op_unit)  # a unit of n ops pays n dispatches
+            prepared = fast.prepare(
+                units, seconds, self.per_tensor, self.bandwidth, cu, cs, self.cluster.serial_executor
             )
-        return self._fast[id(units)]
+            self._units[key] = (prepared, np.asarray(cop, np.int64))
+        return self._units[key]
 
-    def _run_units(self, units, dev, trace, compiled, out, where) -> None:
-        if compiled and not trace and not self.cluster.serial_executor:  # the compiled path runs devices apart
-            for j, r in enumerate(self._fast_chunk(units, dev)):
-                out[where[j]] = r
+    def _run_units(self, grp, dev: np.ndarray, trace: bool, out: list, where: np.ndarray) -> None:
+        """Simulates [K, U] devices per unit of `grp`'s unit graph, writing row j's SimResult to out[where[j]]."""
+        if not len(dev):
             return
-        chunk = int(np.clip(_CHUNK_ELEMS // max(units.num_units * self.num_devices, 1), 16, 1024))
-        for lo in range(0, len(dev), chunk):
-            res = self._chunk(units, dev[lo : lo + chunk], trace)
-            for j, r in enumerate(res):
-                out[where[lo + j]] = r
-
-    def _chunk(self, units: Units, dev: np.ndarray, trace: bool) -> list[SimResult]:
-        k, dn = len(dev), self.num_devices
-        if k == 0:
-            return []
-        seconds = self.unit_seconds(units)[np.arange(units.num_units), dev]
-        bad = np.isnan(seconds)
-        dur = np.where(bad, 0.0, seconds)
-        nbytes, ntens = transfer_tables(units, dev, dn)
-        need = ntens > 0
-        src = dev[:, :, None]
-        dst = np.arange(dn)[None, None, :]
-        per_tensor = self.per_tensor[src, dst]
-        xt = np.where(need, ntens * per_tensor + nbytes / self.bandwidth[src, dst], 0.0)
-        if self.cluster.serial_executor:
-            s = executor.serial_schedule(units, dur, need, xt)
-        else:
-            s = sched.schedule(units, dev, dur, need, xt, dn)
-        peak = peak_memory(units, dev, s, nbytes, need, dn)
-        busy = per_device_sum(dev, dur, dn)
-        step = s.finish.max(1) if units.num_units else np.zeros(k)
-        moved = nbytes.sum((1, 2))
-        coloc = self._colocation_errors(units, dev)
-        res = []
-        any_bad = bad.any(1).tolist()
-        any_over = (peak > self.memory).any(1).tolist()
-        step_l, moved_l = step.tolist(), moved.tolist()
-        for i in range(k):
-            fail, msg, st = None, "", step_l[i]
-            if any_bad[i]:
-                fail, msg = UNSUPPORTED, self._unsupported_message(units, dev[i][units.op_unit], bad[i])
-            elif coloc[i]:
-                fail, msg = ERROR, coloc[i]
-            elif any_over[i]:
-                fail, msg = self._oom(peak[i])
-            if fail is not None:
-                st = float("inf")
-            extra = sim_trace.op_trace(self, units, dev[i], s, i, nbytes[i]) if trace else {}
-            res.append(SimResult(st, busy[i], peak[i], moved_l[i], fail, msg, **extra))
-        return res
-
-    def _fast_chunk(self, units: Units, dev: np.ndarray) -> list[SimResult]:
-        prepared = self._prepared(units)
-        o = fast.run(prepared, dev)
-        cop = next(v for v in self._units.values() if v[0] is units)[3]
-        res, steps, moved, colocs = [], o.finish.tolist(), o.moved.tolist(), o.coloc.tolist()
+        prepared, cop = self._prepared(grp)
+        units = prepared.units
+        o = fast.run(prepared, dev, trace=trace)
+        steps, moved, colocs = o.finish.tolist(), o.moved.tolist(), o.coloc.tolist()
         for i, coloc in enumerate(colocs):
             fail, msg = None, ""
             if o.unsupported[i]:
@@ -326,8 +264,10 @@ class Simulator:
                 fail, msg = ERROR, self._colocation_message(cop[coloc])
             else:
                 fail, msg = self._oom(o.peak[i])
-            res.append(SimResult(float("inf") if fail else steps[i], o.busy[i], o.peak[i], moved[i], fail, msg))
-        return res
+            extra = sim_trace.op_trace(self, units, dev[i], o, i) if trace else {}
+            out[where[i]] = SimResult(
+                float("inf") if fail else steps[i], o.busy[i], o.peak[i], moved[i], fail, msg, **extra
+            )
 
     def _oom(self, peak: np.ndarray) -> tuple[str | None, str]:
         over = np.flatnonzero(peak > self.memory)
@@ -338,19 +278,6 @@ class Simulator:
 
     def _colocation_message(self, op: int) -> str:
         return f"colocation: ops with key {self.graph.colocation[op]!r} are placed on different devices"
-
-    def _colocation_errors(self, units: Units, dev: np.ndarray) -> list[str]:
-        out = [""] * len(dev)
-        _, cu, cs, cop = next(v for v in self._units.values() if v[0] is units)
-        if not len(cu):
-            return out
-        d = dev[:, cu]
-        lo = np.minimum.reduceat(d, cs, axis=1)
-        hi = np.maximum.reduceat(d, cs, axis=1)
-        for i, j in zip(*np.nonzero(lo != hi), strict=True):
-            if not out[i]:
-                out[i] = self._colocation_message(cop[j])
-        return out
 
     def _unsupported_message(self, units, ops_row, bad_units) -> str:
         g = self.graph

@@ -2,8 +2,9 @@
 
 The simulator schedules *units*: single ops, or groups of ops that run back to
 back on one device (the paper's co-located groups). `Units` holds everything
-about the unit graph that does not depend on the placement; `transfer_tables`
-adds the per-placement bytes each unit sends to each device.
+about the unit graph that does not depend on the placement; the kernel of
+`placer.measure.fast` adds, per placement, the bytes each unit sends to each
+device. A unit's seconds on a device are `Cluster.op_seconds` over its ops.
 """
 
 from __future__ import annotations
@@ -24,10 +25,6 @@ class Units:
     Attributes:
       op_unit: [n_ops] unit of each op.
       num_units: U.
-      cost: [U, T] seconds per unit on a reference device of each graph
-        device type (sum over its ops; NaN if any op lacks a kernel).
-      offset: [n_ops, T] seconds from the unit start to the op start on a
-        reference device (ops of a unit run back to back in index order).
       persistent: [U] bytes of variables owned by the unit's ops.
       external: [U] bytes of op outputs consumed by other units (allocated
         from the unit start until the last consumer on its device finished
@@ -50,8 +47,6 @@ class Units:
 
     op_unit: np.ndarray
     num_units: int
-    cost: np.ndarray
-    offset: np.ndarray
     persistent: np.ndarray
     external: np.ndarray
     transient: np.ndarray
@@ -90,7 +85,6 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
     )
     num_units = int(unit.max()) + 1 if n else 0
     data = ~graph.edge_control
-    cost, offset = _unit_costs(graph, unit, num_units)
     persistent = np.bincount(unit, weights=graph.persistent_bytes, minlength=num_units)
 
     su, du = unit[src], unit[dst]
@@ -109,8 +103,6 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
     return Units(
         unit,
         num_units,
-        cost,
-        offset,
         persistent,
         external,
         transient,
@@ -122,20 +114,6 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
         acyclic,
         unit_group,
     )
-
-
-def _unit_costs(graph: OpGraph, unit: np.ndarray, num_units: int) -> tuple[np.ndarray, np.ndarray]:
-    """([U, T] seconds per unit and device type, [n_ops, T] start of each op within its unit)."""
-    cost = np.zeros((num_units, len(graph.device_types)))
-    np.add.at(cost, unit, graph.compute_cost)
-    offset = np.zeros((graph.num_ops, len(graph.device_types)))
-    order = np.argsort(unit, kind="stable")
-    for t in range(len(graph.device_types)):
-        c = np.nan_to_num(graph.compute_cost[order, t])
-        cs = np.cumsum(c) - c
-        first = np.searchsorted(unit[order], unit[order])
-        offset[order, t] = cs - cs[first]
-    return cost, offset
 
 
 def _transfer_tables(graph: OpGraph, unit: np.ndarray, num_units: int, xd: np.ndarray) -> tuple:
@@ -255,45 +233,3 @@ def _activation_bytes(graph, unit, num_units, src, dst, data):
     if u_prev >= 0:
         transient[u_prev] = peak
     return external, transient
-
-
-def transfer_tables(units: Units, dev: np.ndarray, num_devices: int) -> tuple[np.ndarray, np.ndarray]:
-    """Bytes and tensor counts each unit sends to each device, for K placements.
-
-    Args:
-      units: the unit graph.
-      dev: [K, U] device per unit.
-      num_devices: D.
-
-    Returns:
-      (bytes [K, U, D] float, tensors [K, U, D] int); zero towards the unit's
-      own device.
-    """
-    k, u_n = dev.shape
-    nbytes = np.zeros((k, u_n, num_devices))
-    ntens = np.zeros((k, u_n, num_devices), dtype=np.int64)
-    if len(units.pair_cons):
-        dcp = dev.T[units.pair_cons]  # [pairs, K]
-        pstart = np.flatnonzero(np.r_[True, units.pair_unit[1:] != units.pair_unit[:-1]])
-        pu = units.pair_unit[pstart]
-        pb, pc = units.pair_bytes[:, None], units.pair_count[:, None]
-        for b in range(num_devices):
-            on = dcp == b
-            nbytes[:, pu, b] = np.add.reduceat(np.where(on, pb, 0.0), pstart, axis=0).T
-            ntens[:, pu, b] = np.add.reduceat(np.where(on, pc, 0), pstart, axis=0).T
-    if len(units.ent_cons):
-        dcons = dev.T[units.ent_cons]  # [M, K]: entries major, so reductions run over rows
-        ebytes = units.ent_bytes[:, None]
-        perm = np.argsort(units.ent_unit, kind="stable")
-        eu = units.ent_unit[perm]
-        ustart = np.flatnonzero(np.r_[True, eu[1:] != eu[:-1]])
-        uu = eu[ustart]
-        for b in range(num_devices):
-            v = np.where(dcons == b, ebytes, -1)
-            m = np.maximum.reduceat(v, units.ent_pstart, axis=0)[perm]  # [producers by unit, K]
-            nbytes[:, uu, b] += np.add.reduceat(np.maximum(m, 0), ustart, axis=0).T
-            ntens[:, uu, b] += np.add.reduceat((m >= 0).astype(np.int64), ustart, axis=0).T
-    own = np.arange(num_devices)[None, None, :] == dev[:, :, None]
-    nbytes[own] = 0
-    ntens[own] = 0
-    return nbytes, ntens

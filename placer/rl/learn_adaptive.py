@@ -91,7 +91,7 @@ class CrossEntropyOrAnnealing:
 
     def class_odds(self, cur: np.ndarray) -> np.ndarray:
         """[L] the chance that a move takes each tie class: half uniform over the movable, half by Q's mass off cur."""
-        movable = self.space.allowed.sum(axis=1) > 1
+        movable = self.space.movable()
         off = np.where(movable, 1.0 - self.Q[np.arange(len(cur)), cur], 0.0)
         uniform = movable / movable.sum()
         return 0.5 * uniform + 0.5 * (off / off.sum() if off.sum() > 0 else uniform)

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines import search, single
+from baselines import single
+from baselines import space as space_lib
 from placer.core.errors import InputError
 from placer.rl import learn_anneal
 from placer.rl.learner import Setup
@@ -66,7 +67,7 @@ class CrossEntropy:
         self.setup, self.learning = setup, learning
         self.population, self.rate, self.floor = int(population), float(rate), float(floor)
         self.elite = max(1, int(round(elite * self.population)))
-        self.space = search.Space(setup.problem.graph, setup.cluster, setup.groups, 0)
+        self.space = space_lib.Space(setup.problem.graph, setup.cluster, setup.groups, 0)
         self.rng = np.random.default_rng(setup.seed)
         self.start = "single_gpu" if setup.init_from is None else f"pretrained policy {setup.init_from}"
         self.start_mass, self.patience = float(start_mass), int(patience)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines import space
 from placer.core import fmt
-from placer.rl import rl_math, transfer_lib
+from placer.rl import transfer_lib
 from placer.rl.learner import Setup
 from placer.rl.reinforce import Trainer
 
@@ -87,14 +88,8 @@ def apply_warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
       log: where the summary line goes.
     """
     step_time, placement = warm
-    target = rl_math.group_devices_from_ops(
-        placement.devices,
-        problem.op_group,
-        problem.leader,
-        np.ones(len(placement.devices)),
-        len(problem.device_names),
-        allowed=problem.allowed,
-    )
+    classes = space.class_devices(placement.devices, problem.leader[problem.op_group], problem.allowed)
+    target = classes.astype(np.int32)[problem.leader]
     copy = problem.placement(target)
     if not np.array_equal(copy.devices, placement.devices):
         # The grouping could not keep the baseline's devices apart (a large graph grouped without

@@ -10,12 +10,12 @@ import dataclasses
 
 import numpy as np
 
+from baselines import common, space
 from placer.core import features, grouping, measurement
 from placer.core.cluster import Cluster
 from placer.core.measurement import Measurement
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
-from placer.rl import rl_math
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,11 +88,6 @@ class Problem:
 COLOUR_SLACK = 4
 
 
-def op_device_ok(graph: OpGraph, cluster: Cluster) -> np.ndarray:
-    """[n_ops, D] bool: the op has a cost (a kernel) for the device's type."""
-    return np.stack([~np.isnan(graph.cost_for(d.type)) for d in cluster.devices], axis=1)
-
-
 def tie_class_seconds(graph: OpGraph, cluster: Cluster, op_leader: np.ndarray, num_groups: int) -> np.ndarray:
     """[G, D] compute seconds of each tie class on each device, indexed by its leader group.
 
@@ -106,9 +101,8 @@ def tie_class_seconds(graph: OpGraph, cluster: Cluster, op_leader: np.ndarray, n
       Row g sums the ops whose leader is g (0 for groups that lead nothing);
       NaN where an op of the class has no kernel on the device.
     """
-    op_seconds = np.stack([graph.cost_for(d.type) / d.speed for d in cluster.devices], axis=1)
     out = np.zeros((num_groups, cluster.num_devices))
-    np.add.at(out, np.asarray(op_leader), op_seconds)
+    np.add.at(out, np.asarray(op_leader), cluster.op_seconds(graph, dispatch=False))
     return out
 
 
@@ -150,7 +144,7 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
     feats = features.features(graph, groups)
     leader = np.asarray(groups.tie, np.int32)
     # A tie class can only go where all of its groups can run.
-    allowed = rl_math.group_device_mask(leader[groups.op_group], groups.num_groups, op_device_ok(graph, cluster))
+    allowed = space.allowed_devices(leader[groups.op_group], groups.num_groups, common.supported(graph, cluster))
     problem = Problem(
         graph=graph,
         op_group=np.asarray(groups.op_group),

@@ -52,57 +52,6 @@ def update_mask(failed: np.ndarray, step: int, drop_failures_after: int) -> np.n
     return np.ones_like(failed)
 
 
-def group_device_mask(op_group: np.ndarray, num_groups: int, op_ok: np.ndarray) -> np.ndarray:
-    """Devices each group may go to: every op of the group has a kernel there.
-
-    Args:
-      op_group: [n_ops] group per op.
-      num_groups: G.
-      op_ok: [n_ops, D] bool, op can run on device.
-
-    Returns:
-      [G, D] bool; a group with no allowed device allows all (it will fail and be penalised).
-    """
-    bad = np.zeros((num_groups, op_ok.shape[1]), dtype=bool)
-    np.logical_or.at(bad, op_group, ~op_ok)
-    mask = ~bad
-    mask[~mask.any(axis=1)] = True
-    return mask
-
-
-def group_devices_from_ops(
-    op_devices: np.ndarray,
-    op_group: np.ndarray,
-    leader: np.ndarray,
-    op_weight: np.ndarray,
-    num_devices: int,
-    allowed: np.ndarray | None = None,
-) -> np.ndarray:
-    """The device of each group by weighted vote of its ops, ties following their leader.
-
-    Turns an op-level placement (a baseline's) into a group-level one the
-    policy can imitate.
-
-    Args:
-      op_devices: [n_ops] device per op.
-      op_group: [n_ops] group per op.
-      leader: [G] tie leader per group.
-      op_weight: [n_ops] vote weight per op (e.g. compute seconds; zeros are fine).
-      num_devices: D.
-      allowed: [G, D] bool devices each group may use; others get no vote.
-
-    Returns:
-      [G] int32 device per group; tied groups share their leader's device.
-    """
-    g = len(leader)
-    cls = np.asarray(leader)[np.asarray(op_group)]
-    votes = np.zeros((g, num_devices))
-    np.add.at(votes, (cls, np.asarray(op_devices)), np.asarray(op_weight, dtype=np.float64) + 1e-9)
-    if allowed is not None:
-        votes = np.where(allowed, votes, -1.0)
-    return votes.argmax(axis=1).astype(np.int32)[np.asarray(leader)]
-
-
 def normalise_advantages(advantages: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Per-batch advantage normalisation: zero mean, unit standard deviation over the masked samples.
 

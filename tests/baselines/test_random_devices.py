@@ -1,9 +1,9 @@
-"""baselines.search.random_group_devices: the random tie-class placements random_search, bench/simulator.py,
+"""baselines.space.random_group_devices: the random tie-class placements random_search, bench/simulator.py,
 bench/fidelity_split.py and bench/gpu_check.py draw."""
 
 import numpy as np
 
-from baselines import search
+from baselines import space
 from placer.core.grouping import Grouping
 from tests.baselines.helpers import make_cluster, make_graph
 
@@ -22,7 +22,7 @@ def graph_and_groups():
 def test_tie_classes_share_a_device_with_kernels_and_free_groups_spread_evenly():
     g, groups = graph_and_groups()
     cluster = make_cluster(2)  # CPU:0, GPU:0, GPU:1
-    draws = search.random_group_devices(g, cluster, groups, 300, np.random.default_rng(0))
+    draws = space.random_group_devices(g, cluster, groups, 300, np.random.default_rng(0))
     assert draws.shape == (300, 4)
     # {a, b}: only the CPU (device 0) has a kernel for a, so both are always there.
     assert (draws[:, 0] == 0).all() and (draws[:, 1] == 0).all()
@@ -32,14 +32,14 @@ def test_tie_classes_share_a_device_with_kernels_and_free_groups_spread_evenly()
         assert counts.min() > 60 and counts.max() < 140, counts
     # c and d drawn independently: all 9 pairs occur.
     assert len({(int(x), int(y)) for x, y in draws[:, 2:]}) == 9
-    again = search.random_group_devices(g, cluster, groups, 300, np.random.default_rng(0))
+    again = space.random_group_devices(g, cluster, groups, 300, np.random.default_rng(0))
     np.testing.assert_array_equal(draws, again)
 
 
 def test_devices_restrict_the_draw_even_where_no_kernel_is_left():
     g, groups = graph_and_groups()
     cluster = make_cluster(2)
-    draws = search.random_group_devices(g, cluster, groups, 200, np.random.default_rng(1), devices=[1, 2])
+    draws = space.random_group_devices(g, cluster, groups, 200, np.random.default_rng(1), devices=[1, 2])
     # Every group on a GPU; {a, b} (no GPU kernel for a) still shares one, left for the measurer to refuse.
     assert set(np.unique(draws)) == {1, 2}
     np.testing.assert_array_equal(draws[:, 0], draws[:, 1])

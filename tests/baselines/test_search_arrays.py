@@ -10,7 +10,8 @@ placement.
 import numpy as np
 import pytest
 
-from baselines import common, registry, search
+from baselines import common, registry
+from baselines.space import Space
 from placer.core import grouping
 from placer.core.placement import Placement
 from placer.measure.simulator import Simulator
@@ -69,7 +70,7 @@ def test_candidate_devices_are_the_legalised_ones():
     # arbitrary devices: most rows break a rule and must come out as common.legalize makes them.
     g, cl = _graph(), make_cluster(2)
     groups = grouping.Grouping.from_labels(g, np.array([0, 0, 1, 1, 2, 2, 3, 3]))
-    space = search.Space(g, cl, groups, 4)
+    space = Space(g, cl, groups, 4)
     rng = np.random.default_rng(0)
     leaders = rng.integers(0, cl.num_devices, (64, groups.num_leaders))
     got = space.devices(leaders)
@@ -83,7 +84,7 @@ def test_candidate_devices_are_the_legalised_ones():
 def test_placement_of_best_is_a_finished_placement():
     g, cl = _graph(), make_cluster(2)
     groups = grouping.group(g, target_groups=4)
-    space = search.Space(g, cl, groups, 4)
+    space = Space(g, cl, groups, 4)
     leaders = np.zeros(groups.num_leaders, np.int64) + 1
     p = space.placement(leaders, "local_search")
     want = common.finish(g, cl, groups.expand(leaders)[groups.op_group], "local_search")

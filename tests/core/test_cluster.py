@@ -7,6 +7,7 @@ import pytest
 
 from placer.core import cluster as cl
 from placer.core.errors import InputError
+from placer.core.op_graph import OpGraph
 
 
 @pytest.mark.parametrize("name,gpus", [("k80x2", 2), ("k80x4", 4), ("h100x8", 8)])
@@ -88,3 +89,28 @@ def test_bad_specs_name_the_field(data, field):
 def test_unknown_preset_lists_presets():
     with pytest.raises(InputError, match="k80x4"):
         cl.load("nope")
+
+
+def test_op_seconds_divide_by_speed_add_dispatch_and_sum_units():
+    # Three ops costing 1, 2 and 4 s on a reference GPU; op c has no CPU kernel; op b is outside the step.
+    g = OpGraph.create(
+        "g",
+        ["a", "b", "c"],
+        ["T"] * 3,
+        [],
+        device_types=("GPU", "CPU"),
+        compute_cost=np.array([[1.0, 8.0], [2.0, 8.0], [4.0, np.nan]]),
+    ).with_step_ops(np.array([True, False, True]))
+    c = cl.make(
+        "c",
+        [
+            cl.Device("/device:GPU:0", "GPU", 1, speed=2.0, dispatch=0.25),
+            cl.Device("/device:CPU:0", "CPU", 1, dispatch=0.5),
+            cl.Device("/device:TPU:0", "TPU", 1),  # no cost of that type
+        ],
+    )
+    nan = np.nan
+    np.testing.assert_array_equal(c.op_seconds(g), [[0.75, 8.5, nan], [1.0, 8.0, nan], [2.25, nan, nan]])
+    np.testing.assert_array_equal(c.op_seconds(g, dispatch=False), [[0.5, 8.0, nan], [1.0, 8.0, nan], [2.0, nan, nan]])
+    # Units {a, c} and {b}: costs summed, then over speed, one dispatch per op the step runs.
+    np.testing.assert_array_equal(c.op_seconds(g, np.array([0, 1, 0])), [[3.0, nan, nan], [1.0, 8.0, nan]])

@@ -13,7 +13,7 @@ from placer.core import cluster as cl
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
-from placer.measure import executor
+from placer.measure import simulator
 from placer.measure.simulator import Simulator, simulate
 
 
@@ -71,8 +71,8 @@ def test_a_group_of_n_ops_pays_n_dispatches_as_op_by_op():
     sim = Simulator(g, gpus(dispatch=0.25), op_group=groups)
     names = sim.cluster.device_names
     grouped = Placement.from_groups(g, groups, np.array([0, 0]), names)
-    assert sim.level(grouped) == executor.LEVEL_GROUP
-    assert Simulator(g, gpus()).level(Placement.from_ops(g, np.zeros(4, np.int64), names)) == executor.LEVEL_OP
+    assert sim.level(grouped) == simulator.LEVEL_GROUP
+    assert Simulator(g, gpus()).level(Placement.from_ops(g, np.zeros(4, np.int64), names)) == simulator.LEVEL_OP
     # 4 ops x (1 + 0.25) = 5 s at both levels: the group of 3 takes 3 x 1.25 = 3.75 s.
     group_level = sim.measure([grouped])[0].step_time
     op_level = simulate(g, gpus(dispatch=0.25), np.zeros(4, np.int64)).step_time
@@ -152,10 +152,10 @@ def test_level_follows_the_constructors_groups_for_a_placement_without_its_own()
     sim = Simulator(g, gpus(), op_group=groups)
     names = sim.cluster.device_names
     # Devices constant per group: measure() simulates it at the constructor's group level.
-    assert sim.level(Placement.from_ops(g, np.array([0, 0, 1, 1]), names)) == executor.LEVEL_GROUP
+    assert sim.level(Placement.from_ops(g, np.array([0, 0, 1, 1]), names)) == simulator.LEVEL_GROUP
     # A group split over two devices: op level.
-    assert sim.level(Placement.from_ops(g, np.array([0, 1, 1, 1]), names)) == executor.LEVEL_OP
-    assert Simulator(g, gpus()).level(Placement.from_ops(g, np.zeros(4, np.int64), names)) == executor.LEVEL_OP
+    assert sim.level(Placement.from_ops(g, np.array([0, 1, 1, 1]), names)) == simulator.LEVEL_OP
+    assert Simulator(g, gpus()).level(Placement.from_ops(g, np.zeros(4, np.int64), names)) == simulator.LEVEL_OP
 
 
 def test_serial_executor_must_be_a_boolean(tmp_path):

@@ -1,8 +1,10 @@
-"""The simulator's compiled path against its numpy path, and on a hand-worked case.
+"""The simulator's compiled kernel against its plain-Python reference, and on a hand-worked case.
 
 `Simulator.run` simulates batches in one compiled call (placer.measure.fast);
-`run(..., compiled=False)` is the numpy path traces use. Both must report the
-same step time, busy time, peak memory, bytes moved and failure, to the bit.
+tests/measure/reference_sim.py follows the model's rules step by step. Both
+must report the same step time, busy time, peak memory, bytes moved, failure
+and schedule, to the bit, at op and group level, with and without a serial
+executor.
 """
 
 import numpy as np
@@ -13,18 +15,22 @@ from placer.core import measurement as base
 from placer.core.generated import generate
 from placer.core.op_graph import OpGraph
 from placer.measure.simulator import Simulator
+from tests.measure import reference_sim
+
+FAILURES = {None: None, base.UNSUPPORTED: "unsupported", base.ERROR: "colocation", base.OOM: "oom"}
 
 
-def cpu_and_two_gpus(memory=10_000):
+def cpu_and_two_gpus(memory=10_000, serial=False, dispatch=0.0):
     return cl.make(
         "t",
         [
-            cl.Device("/device:CPU:0", "CPU", 10 * memory),
-            cl.Device("/device:GPU:0", "GPU", memory),
-            cl.Device("/device:GPU:1", "GPU", memory, 2.0),
+            cl.Device("/device:CPU:0", "CPU", 10 * memory, dispatch=dispatch, transfer_cost=dispatch),
+            cl.Device("/device:GPU:0", "GPU", memory, dispatch=dispatch),
+            cl.Device("/device:GPU:1", "GPU", memory, 2.0, dispatch=2 * dispatch),
         ],
         bandwidth=100.0,
         latency=0.5,
+        serial_executor=serial,
     )
 
 
@@ -46,14 +52,18 @@ def test_hand_worked_transfer_fan_out():
         output_bytes=[300, 10, 20, 40],
         persistent_bytes=[7, 0, 0, 0],
     )
-    sim = Simulator(g, cpu_and_two_gpus())
-    devices = np.array([[1, 2, 2, 1]])
-    for r in (sim.run(devices)[0], sim.run(devices, compiled=False)[0]):
-        assert r.ok
-        assert r.step_time == pytest.approx(5.5)
-        np.testing.assert_allclose(r.busy_time, [0.0, 3.0, 2.0])
-        np.testing.assert_array_equal(r.peak_memory, [0, 347, 220])
-        assert r.bytes_moved == 200
+    devices = np.array([1, 2, 2, 1])
+    r, ref = (
+        Simulator(g, cpu_and_two_gpus()).run(devices[None])[0],
+        reference_sim.simulate(g, cpu_and_two_gpus(), devices),
+    )
+    assert r.ok and ref.failure is None
+    assert r.step_time == ref.finish == pytest.approx(5.5)
+    for x in (r.busy_time, ref.busy):
+        np.testing.assert_array_equal(x, [0.0, 3.0, 2.0])
+    for x in (r.peak_memory, ref.peak):
+        np.testing.assert_array_equal(x, [0, 347, 220])
+    assert r.bytes_moved == ref.moved == 200
 
 
 def _random_graph(rng, n):
@@ -81,46 +91,69 @@ def _random_graph(rng, n):
     )
 
 
-def _assert_same(a, b):
-    assert a.failure == b.failure and a.message == b.message
-    assert a.step_time == b.step_time  # bit for bit, inf for failures
-    np.testing.assert_array_equal(a.busy_time, b.busy_time)
-    np.testing.assert_array_equal(a.peak_memory, b.peak_memory)
-    assert a.bytes_moved == b.bytes_moved
+def _assert_same(r, ref):
+    """A kernel SimResult equals the reference's figures, bit for bit (the step time is inf on failure)."""
+    assert FAILURES[r.failure] == ref.failure
+    assert r.step_time == (ref.finish if ref.failure is None else np.inf)
+    np.testing.assert_array_equal(r.busy_time, ref.busy)
+    np.testing.assert_array_equal(r.peak_memory, ref.peak)
+    assert r.bytes_moved == ref.moved
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_random_op_level_placements_match_numpy_path(seed):
+@pytest.mark.parametrize("serial", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_random_op_level_placements_match_the_reference(seed, serial):
     rng = np.random.default_rng(seed)
-    g = _random_graph(rng, int(rng.integers(6, 60)))
-    sim = Simulator(g, cpu_and_two_gpus(memory=int(rng.integers(800, 4000))))
-    batch = rng.integers(0, 3, (40, g.num_ops))
-    batch[:10] = 0  # whole graph on the CPU: runs
+    g = _random_graph(rng, int(rng.integers(6, 50)))
+    cluster = cpu_and_two_gpus(memory=int(rng.integers(800, 4000)), serial=serial, dispatch=0.01 * seed)
+    batch = rng.integers(0, 3, (16, g.num_ops))
+    batch[:4] = 0  # whole graph on the CPU: runs
     ops_gpu = ~np.isnan(g.cost_for("GPU"))
-    batch[10:20] = np.where(ops_gpu, rng.integers(1, 3, (10, 1)), 0)  # one GPU, the rest on the CPU
-    fast, ref = sim.run(batch), sim.run(batch, compiled=False)
-    for a, b in zip(fast, ref, strict=True):
-        _assert_same(a, b)
-    kinds = {r.failure for r in ref}
+    batch[4:8] = np.where(ops_gpu, rng.integers(1, 3, (4, 1)), 0)  # one GPU, the rest on the CPU
+    runs = Simulator(g, cluster).run(batch)
+    refs = [reference_sim.simulate(g, cluster, row) for row in batch]
+    for r, ref in zip(runs, refs, strict=True):
+        _assert_same(r, ref)
+    kinds = {ref.failure for ref in refs}
     assert None in kinds and len(kinds) > 1  # both runs and failures were compared
 
 
 @pytest.mark.parametrize("family", ["layered", "chain", "fanin"])
-def test_generated_graphs_op_and_group_level_match_numpy_path(family):
-    g = generate(family, 120, seed=3)
+def test_generated_graphs_op_and_group_level_match_the_reference(family):
+    g = generate(family, 80, seed=3)
     rng = np.random.default_rng(1)
-    cluster = cpu_and_two_gpus(memory=2**40)
+    cluster = cpu_and_two_gpus(memory=2**40, serial=family == "chain", dispatch=1e-3)
     sim = Simulator(g, cluster)
-    batch = rng.integers(0, 3, (24, g.num_ops))
-    for a, b in zip(sim.run(batch), sim.run(batch, compiled=False), strict=True):
-        _assert_same(a, b)
+    batch = rng.integers(0, 3, (6, g.num_ops))
+    for r, row in zip(sim.run(batch), batch, strict=True):
+        _assert_same(r, reference_sim.simulate(g, cluster, row))
     groups = rng.integers(0, 9, g.num_ops)  # random groups: cycles between them are split
-    per_group = rng.integers(0, 3, (24, 9))
-    fast = sim.run(per_group, op_group=groups)
-    ref = sim.run(per_group, op_group=groups, compiled=False)
-    for a, b in zip(fast, ref, strict=True):
-        _assert_same(a, b)
-    assert all(r.ok for r in ref)
+    per_group = rng.integers(0, 3, (6, 9))
+    refs = [reference_sim.simulate(g, cluster, row, op_group=groups) for row in per_group]
+    for r, ref in zip(sim.run(per_group, op_group=groups), refs, strict=True):
+        _assert_same(r, ref)
+    assert all(ref.failure is None for ref in refs)
+
+
+@pytest.mark.parametrize("serial", [False, True])
+def test_traced_schedule_is_the_reference_schedule(serial):
+    rng = np.random.default_rng(4)
+    g = generate("layered", 60, seed=1)
+    cluster = cpu_and_two_gpus(memory=2**40, serial=serial, dispatch=1e-3)
+    groups = rng.integers(0, 7, g.num_ops)
+    for devices, op_group in ((rng.integers(0, 3, g.num_ops), None), (rng.integers(0, 3, 7), groups)):
+        r = Simulator(g, cluster).simulate(devices, op_group=op_group, trace=True)
+        ref = reference_sim.simulate(g, cluster, devices, op_group=op_group)
+        units = Simulator(g, cluster)._units_for(op_group)
+        first = np.full(units.num_units, g.num_ops)
+        np.minimum.at(first, units.op_unit, np.arange(g.num_ops))
+        np.testing.assert_array_equal(r.op_start[first], ref.start)  # a unit starts with its first op
+        assert r.step_time == ref.finish == pytest.approx(r.op_finish.max(), rel=1e-12)
+        assert len(r.transfers) == len(ref.transfers) > 0
+        index = g.index()
+        for src, dst, t0, t1, nbytes, producer in r.transfers:
+            assert src == r.op_device[index[producer]]
+            assert (t0, t1, nbytes) == ref.transfers[(units.op_unit[index[producer]], dst)]
 
 
 def test_measure_devices_gives_the_measurements_of_placements():

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from baselines import common
 from graphs import pipeline
 from placer.core import cluster as cluster_lib
 from placer.core import configs_util
@@ -35,7 +36,7 @@ def test_problem_respects_kernels_ties_and_colours():
     assert np.all(problem.leader <= np.arange(problem.num_groups))
     np.testing.assert_array_equal(problem.allowed, problem.allowed[problem.leader])
     # A tie class may go only where every one of its ops has a kernel.
-    ok = problem_lib.op_device_ok(graph, cluster)
+    ok = common.supported(graph, cluster)
     op_class = problem.leader[groups.op_group]
     for g in np.unique(problem.leader):
         runs_everywhere = ok[op_class == g].all(axis=0)

@@ -61,8 +61,6 @@ def test_rewards_baseline_and_masks_by_hand():
     assert rl_math.update_baseline(-3.0, np.array([-1.0]), 0.9) == pytest.approx(-2.8)
     np.testing.assert_array_equal(rl_math.update_mask([True, False], 5, 10), [True, True])
     np.testing.assert_array_equal(rl_math.update_mask([True, False], 10, 10), [False, True])
-    ok = np.array([[True, False], [True, True], [False, False]])
-    np.testing.assert_array_equal(rl_math.group_device_mask(np.array([0, 0, 1]), 2, ok), [[True, False], [True, True]])
 
 
 def test_schedules_normalisation_and_elites_by_hand():
