@@ -73,12 +73,11 @@ def policy_config() -> ml_collections.ConfigDict:
 def train_config() -> ml_collections.ConfigDict:
     """`config.placer.train`: the policy-gradient search (placer.rl.reinforce)."""
     c = ml_collections.ConfigDict()
-    # The learned method (placer/rl/methods.py registry): "seq2seq" is the paper's policy trained by
-    # REINFORCE (or PPO, below); "learned_moves" and "cost_model" are annealing with learned
-    # proposals or with a learned cost model screening them; "cross_entropy" a per-class device
-    # distribution trained on its elite samples; "*_off" are their learning-off ablations and
-    # "annealing" the plain search. Compared by bench/budget.py (docs/rl.md).
+    # The learned method (placer/rl/methods.py registry; docs/rl.md): "seq2seq" is the paper's policy
+    # trained by REINFORCE (or PPO, below).
     c.method = "seq2seq"
+    # False = the method's learning-off ablation (methods whose config class has `learning`).
+    c.learning = True
     # Placements per policy update; TF's hierarchical placer samples 4 (our choice of 16:
     # the simulator measures one in milliseconds).
     c.samples_per_step = 16
@@ -89,9 +88,7 @@ def train_config() -> ml_collections.ConfigDict:
     c.lr_decay_rate = 0.96  # factor per `lr_decay_steps`.
     c.clip_norm = 1.0  # gradient-norm clipping (TF hierarchical placer).
     # Compile the policy's update with XLA: "on", "off", or "auto" (our choice): on when groups x hidden
-    # size >= 16,384. On grouped NMT (323 x 128) with this machine's 2 cores it took the update from 19 to
-    # 12 ms per placement (pinned to one core it changed nothing, about 15 ms either way); on the tiny
-    # variants its seconds of compiling outweigh what it saves.
+    # size >= 16,384, where the compiling pays for itself (docs/rl.md).
     c.jit_compile = "auto"
     c.baseline_decay = 0.9  # EMA baseline (TF hierarchical placer).
     # Update rule: "reinforce" (the paper: one policy-gradient step per batch) or "ppo"

@@ -44,8 +44,8 @@ _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
 _INIT_FROM = flags.DEFINE_string(
     "init_from",
     None,
-    "seq2seq: a placer-pretrain policy folder to fine-tune (the graph policy); learned_moves: the --workdir of an "
-    "earlier learned_moves search (any graph), whose learned move weights start this one.",
+    "A placer-pretrain policy folder to start from: seq2seq fine-tunes the graph policy, cross_entropy and "
+    "ce_or_annealing start from its device shares.",
 )
 _ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
 

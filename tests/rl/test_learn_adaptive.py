@@ -12,7 +12,7 @@ from tests.rl.test_learners import cpu_and_gpus, drive, parts_graph, setup_for
 
 def learner_on(graph, cluster, workdir, **kw):
     setup = setup_for(graph, cluster, "ce_or_annealing", str(workdir), budget=2000)
-    return learn_adaptive.CrossEntropyOrAnnealing(setup, **kw), setup
+    return learn_adaptive.CrossEntropyOrAnnealing(setup, learn_adaptive.Config(**kw)), setup
 
 
 def even_parts(n: int) -> OpGraph:
