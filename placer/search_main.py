@@ -126,7 +126,7 @@ def main(argv):
                 **sharing,
             )
         return
-    from placer.measure.pool import MeasurerFactory  # noqa: PLC0415
+    from placer.measure.registry import MeasurerFactory  # noqa: PLC0415
     from placer.sharing import jobs as search_jobs  # noqa: PLC0415
 
     work = search_jobs.load_workload(_JOBS.value)  # every error here comes before anything starts
