@@ -6,7 +6,8 @@ import pytest
 from placer.core.errors import InputError
 from placer.core.measurement import Measurement
 from placer.rl import learn_ce
-from tests.rl.test_learners import cpu_and_gpus, drive, parts_graph, setup_for
+from tests.hand_graphs import cpu_and_gpus, parts_graph
+from tests.rl.test_learners import drive, setup_for
 
 
 def learner_on(graph, cluster, workdir, seed=0, **kw):

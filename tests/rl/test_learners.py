@@ -10,34 +10,14 @@ import pytest
 from configs import common
 from placer.core import cluster as cluster_lib
 from placer.core import io as graph_io
-from placer.core.cluster import Device
 from placer.core.errors import InputError
-from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
 from placer.measure.simulator import Simulator
 from placer.rl import learn_anneal, learn_ce, learner, methods, train_lib
 from placer.rl import problem as problem_lib
 from tests import binaries
 from tests.cli import ROOT
-from tests.rl.chains import MB, two_chains, write_gpu_cluster
-
-
-def parts_graph(n: int = 12) -> OpGraph:
-    """n independent ops costing 1, 2, ..., n s on a GPU and 100x that on the CPU, no edges."""
-    costs = np.arange(1, n + 1, dtype=float)
-    return OpGraph.create(
-        f"parts{n}",
-        [f"op{i}" for i in range(n)],
-        ["Op"] * n,
-        [],
-        device_types=("CPU", "GPU"),
-        compute_cost=np.stack([100 * costs, costs], axis=1),
-    )
-
-
-def cpu_and_gpus(gpus: int = 3):
-    devs = [Device("/device:CPU:0", "CPU", 10**10)] + [Device(f"/device:GPU:{i}", "GPU", 10**10) for i in range(gpus)]
-    return cluster_lib.make("cpu_gpus", devs, bandwidth=1e9, latency=0.0)
+from tests.hand_graphs import MB, cpu_and_gpus, parts_graph, two_chains, write_gpu_cluster
 
 
 def setup_for(graph, cluster, method: str, workdir: str, budget: int = 400, seed: int = 0) -> learner.Setup:
@@ -62,7 +42,7 @@ def drive(method_obj, setup, rounds: int):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("learners")
-    graph_io.save(two_chains(100 * MB, np.ones(6)), str(d / "g.graph.json"))
+    graph_io.save(two_chains(edge_bytes=100 * MB, gpu_seconds=np.ones(6)), str(d / "g.graph.json"))
     write_gpu_cluster(d / "gpus.json", "gpus", 16 << 30)
     return d
 
