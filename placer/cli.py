@@ -301,11 +301,6 @@ def config_file(holder) -> str | None:
     return str(flag.serialize()).partition("=")[2].partition(":")[0] or None
 
 
-def config_error(flag_name: str, exc: BaseException) -> InputError:
-    """Wraps a config-file load failure into an InputError naming the flag."""
-    return InputError(f"--{flag_name}: {exc}")
-
-
 def config_or_default(config, graph_path: str | None):
     """The config to train with: --config, or configs/common.py's defaults (no model) for --graph.
 

@@ -28,9 +28,7 @@ lost (the search loop keeps it).
 Learning off (the ablation): P stays at its start, so the same loop draws
 from a frozen distribution.
 
-The settings (population 64, elite 10%, rate 0.4, floor 0.002, start mass
-0.5, patience 20 rounds) are our choice, made on seeds 10, 11 and 12 of the paper graphs, apart
-from the seeds bench/budget.py reports.
+The settings (`Config`) are our choice; docs/rl.md says how they were made.
 """
 
 from __future__ import annotations

@@ -26,6 +26,14 @@ from placer.rl.learn_seq2seq import apply_warm_start  # noqa: F401 (the warm sta
 from placer.rl.reinforce import seed_everything
 
 
+def has_saved_state(workdir: str) -> bool:
+    """Whether `workdir` holds a method's checkpoint: the seq2seq policy's TensorFlow checkpoint, or the
+    learner.json of the methods that keep their state in numpy."""
+    return any(
+        os.path.exists(os.path.join(workdir, *f)) for f in (("checkpoints", "checkpoint"), (learn_anneal.STATE,))
+    )
+
+
 def check_fresh_workdir(workdir: str, resume: bool, log=print) -> bool:
     """Refuses to start over a workdir that holds a search, unless resuming; returns whether to resume.
 
@@ -34,11 +42,7 @@ def check_fresh_workdir(workdir: str, resume: bool, log=print) -> bool:
     so, with or without `resume`.
     """
     has_run = any(os.path.exists(os.path.join(workdir, f)) for f in ("run.json", search_loop.STATE))
-    # The seq2seq policy's TensorFlow checkpoint, or the state file of the methods that keep theirs in numpy.
-    has_checkpoint = any(
-        os.path.exists(os.path.join(workdir, *f)) for f in (("checkpoints", "checkpoint"), (learn_anneal.STATE,))
-    )
-    if not has_checkpoint:
+    if not has_saved_state(workdir):
         if has_run or resume:
             log(f"{workdir}: no checkpoint to continue from; starting over")
         return False
