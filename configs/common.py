@@ -120,9 +120,9 @@ def train_config() -> ml_collections.ConfigDict:
     # record it as the best at step 0; "all" = every registered baseline that does not search
     # by measuring, single_gpu included; "" = from scratch.
     c.warm_start = "all"
-    # With warm_start "all", graphs of more ops than this skip the list-scheduling baselines
-    # (m_topo, m_etf, m_sct: 1.4, 5.4 and 5.1 s at 100,000 ops, BENCHMARKS.md "Baseline placement
-    # time"); 0 = never skip (our choice: every model graph of configs/ is below it).
+    # With warm_start "all", graphs of more ops than this skip the list-scheduling baselines, the
+    # slowest to place (BENCHMARKS.md, "Baseline placement time"); 0 = never skip (our choice: every
+    # model graph of configs/ is below it).
     c.warm_start_list_scheduling_max_ops = 50_000
     c.warm_start_steps = 500  # imitation steps at most, until the greedy placement matches (our choice).
     c.warm_start_learning_rate = 0.005  # Adam, for those steps (our choice, docs/rl.md).
