@@ -10,7 +10,7 @@ PNG) to bench/out/budget/.
 
 Example (a reduced run):
   nice -n 5 python -m bench.budget --graphs=configs/nmt.py --seeds=0 --budgets=1000,4000 \
-      --methods=annealing,learned_moves,learned_moves_off
+      --methods=annealing,cross_entropy,cross_entropy_off
 """
 
 from __future__ import annotations
@@ -34,10 +34,6 @@ METHODS = [
     "rl_fixed",
     "rl_warm",
     "annealing_warm",
-    "learned_moves",
-    "learned_moves_off",
-    "cost_model",
-    "cost_model_off",
     "cross_entropy",
     "cross_entropy_off",
     "cross_entropy_pretrained",
@@ -84,6 +80,8 @@ def config_for(spec: str, method: str):
         tc.method = "seq2seq"
     elif method in PRETRAINED:
         tc.method = PRETRAINED[method]
+    elif method.endswith("_off"):  # the method's learning-off ablation
+        tc.method, tc.learning = method.removesuffix("_off"), False
     else:
         tc.method = method
     return config

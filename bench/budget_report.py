@@ -10,8 +10,8 @@ import statistics
 from placer.core import atomic
 
 # Learned methods, and their learning-off ablations where one exists.
-LEARNED = ("cross_entropy", "ce_or_annealing", "learned_moves", "cost_model", "reinforce", "rl_fixed")
-ABLATION = {m: f"{m}_off" for m in ("learned_moves", "cost_model", "cross_entropy", "ce_or_annealing")}
+LEARNED = ("cross_entropy", "ce_or_annealing", "reinforce", "rl_fixed")
+ABLATION = {m: f"{m}_off" for m in ("cross_entropy", "ce_or_annealing")}
 PAPER = ("configs/rnnlm.py", "configs/nmt.py", "configs/inception_v3.py")
 HELD_OUT = ("configs/nmt.py:layers=8", "configs/rnnlm.py:layers=4", "configs/inception_v3.py:batch=64")
 PRETRAINED = ("cross_entropy_pretrained", "ce_or_annealing_pretrained")  # started from a pretrained graph policy

@@ -73,12 +73,11 @@ def policy_config() -> ml_collections.ConfigDict:
 def train_config() -> ml_collections.ConfigDict:
     """`config.placer.train`: the policy-gradient search (placer.rl.reinforce)."""
     c = ml_collections.ConfigDict()
-    # The learned method (placer/rl/methods.py registry): "seq2seq" is the paper's policy trained by
-    # REINFORCE (or PPO, below); "learned_moves" and "cost_model" are annealing with learned
-    # proposals or with a learned cost model screening them; "cross_entropy" a per-class device
-    # distribution trained on its elite samples; "*_off" are their learning-off ablations and
-    # "annealing" the plain search. Compared by bench/budget.py (docs/rl.md).
+    # The learned method (placer/rl/methods.py registry; docs/rl.md): "seq2seq" is the paper's policy
+    # trained by REINFORCE (or PPO, below).
     c.method = "seq2seq"
+    # False = the method's learning-off ablation (methods whose config class has `learning`).
+    c.learning = True
     # Placements per policy update; TF's hierarchical placer samples 4 (our choice of 16:
     # the simulator measures one in milliseconds).
     c.samples_per_step = 16
@@ -89,9 +88,7 @@ def train_config() -> ml_collections.ConfigDict:
     c.lr_decay_rate = 0.96  # factor per `lr_decay_steps`.
     c.clip_norm = 1.0  # gradient-norm clipping (TF hierarchical placer).
     # Compile the policy's update with XLA: "on", "off", or "auto" (our choice): on when groups x hidden
-    # size >= 16,384. On grouped NMT (323 x 128) with this machine's 2 cores it took the update from 19 to
-    # 12 ms per placement (pinned to one core it changed nothing, about 15 ms either way); on the tiny
-    # variants its seconds of compiling outweigh what it saves.
+    # size >= 16,384, where the compiling pays for itself (docs/rl.md).
     c.jit_compile = "auto"
     c.baseline_decay = 0.9  # EMA baseline (TF hierarchical placer).
     # Update rule: "reinforce" (the paper: one policy-gradient step per batch) or "ppo"
@@ -123,9 +120,9 @@ def train_config() -> ml_collections.ConfigDict:
     # record it as the best at step 0; "all" = every registered baseline that does not search
     # by measuring, single_gpu included; "" = from scratch.
     c.warm_start = "all"
-    # With warm_start "all", graphs of more ops than this skip the list-scheduling baselines
-    # (m_topo, m_etf, m_sct: 1.4, 5.4 and 5.1 s at 100,000 ops, BENCHMARKS.md "Baseline placement
-    # time"); 0 = never skip (our choice: every model graph of configs/ is below it).
+    # With warm_start "all", graphs of more ops than this skip the list-scheduling baselines, the
+    # slowest to place (BENCHMARKS.md, "Baseline placement time"); 0 = never skip (our choice: every
+    # model graph of configs/ is below it).
     c.warm_start_list_scheduling_max_ops = 50_000
     c.warm_start_steps = 500  # imitation steps at most, until the greedy placement matches (our choice).
     c.warm_start_learning_rate = 0.005  # Adam, for those steps (our choice, docs/rl.md).

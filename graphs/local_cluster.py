@@ -59,11 +59,6 @@ def configure_logical_cpus(n: int) -> None:
     _num_cpus = n
 
 
-def num_logical_cpus() -> int:
-    """The CPU device count set by `configure_logical_cpus` (default 1)."""
-    return _num_cpus
-
-
 def available_memory_bytes() -> int:
     """MemAvailable from /proc/meminfo in bytes (psutil-free), else sysconf's available pages.
 

@@ -301,11 +301,6 @@ def config_file(holder) -> str | None:
     return str(flag.serialize()).partition("=")[2].partition(":")[0] or None
 
 
-def config_error(flag_name: str, exc: BaseException) -> InputError:
-    """Wraps a config-file load failure into an InputError naming the flag."""
-    return InputError(f"--{flag_name}: {exc}")
-
-
 def config_or_default(config, graph_path: str | None):
     """The config to train with: --config, or configs/common.py's defaults (no model) for --graph.
 
@@ -383,3 +378,57 @@ def set_engine(config, engine, workers, ray_address) -> None:
     config.engine = engine.value
     config.workers = workers.value
     config.ray_address = ray_address.value or ""
+
+
+# The flags several binaries share, defined once: name -> (absl DEFINE function, default, help, its other
+# arguments). Each binary declares the ones it uses with `define_flags`.
+SHARED_FLAGS = {
+    "graph": (
+        flags.DEFINE_string,
+        None,
+        "Graph JSON file with costs (docs/formats.md) instead of --config's model.",
+        {},
+    ),
+    "cluster": (
+        flags.DEFINE_string,
+        None,
+        "Cluster preset (configs/clusters), JSON file, or 'local[:N]' (this machine's devices); "
+        "default: the config's cluster, else k80x4.",
+        {},
+    ),
+    "measure": (
+        flags.DEFINE_enum,
+        "sim",
+        "Measurement backend: the simulator, Grappler's cost model, or real TF sessions.",
+        {"enum_values": ["sim", "grappler", "session"]},
+    ),
+    "seed": (flags.DEFINE_integer, 0, "Random seed: the same seed gives the same result.", {}),
+    "workdir": (flags.DEFINE_string, None, "Output folder.", {}),
+    "resume": (flags.DEFINE_bool, False, "Continue the run saved in --workdir.", {}),
+    "progress": (flags.DEFINE_bool, True, "Show a progress line.", {}),
+}
+
+
+def define_flags(module_name: str, *names: str, required=(), defaults=None, notes=None) -> tuple:
+    """Defines the shared flags `names` (SHARED_FLAGS) for one binary; returns their holders in that order.
+
+    Args:
+      module_name: the binary's module, which the flags are listed under in its --help.
+      *names: keys of SHARED_FLAGS.
+      required: the names the binary cannot run without.
+      defaults: {name: default} where the binary's differs from SHARED_FLAGS'.
+      notes: {name: sentence} added to the shared help for this binary.
+    """
+    defaults, notes = defaults or {}, notes or {}
+    holders = []
+    for name in names:
+        define, default, text, extra = SHARED_FLAGS[name]
+        text = f"{text} {notes[name]}" if name in notes else text
+        value = defaults.get(name, default)
+        holders.append(define(name, value, help=text, required=name in required, module_name=module_name, **extra))
+    return tuple(holders)
+
+
+def cluster_spec(flag_value: str | None, config) -> str:
+    """The cluster a run uses: --cluster, else the config's (None: no config), else k80x4."""
+    return flag_value or (config.get("cluster") if config is not None else None) or "k80x4"

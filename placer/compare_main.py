@@ -30,19 +30,14 @@ from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
-_GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file with costs (docs/formats.md) instead of --config.")
-_CLUSTER = flags.DEFINE_string(
-    "cluster",
-    None,
-    "Cluster preset (configs/clusters), JSON file, or 'local'; default: the config's cluster, else k80x4.",
+_GRAPH, _CLUSTER, _MEASURE, _SEED = cli.define_flags(
+    __name__, "graph", "cluster", "measure", "seed", notes={"seed": "Passed to every baseline."}
 )
-_MEASURE = flags.DEFINE_string("measure", "sim", "Backend: sim | grappler | session.")
 _METHODS = flags.DEFINE_string("methods", "all", "'all' or comma-separated baseline names (baselines/registry).")
 _PLACEMENTS = flags.DEFINE_list("placements", [], "Placement JSON files to compare too (e.g. the RL result).")
 _OUT = flags.DEFINE_string("out", None, "Folder for table.md, table.csv, step_times.png, timeline_<method>.png.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out folder.")
 _TIMELINE = flags.DEFINE_string("timeline", None, "Row whose simulated schedule is drawn (default: the fastest).")
-_SEED = flags.DEFINE_integer("seed", 0, "Seed passed to every baseline.")
 _SEARCH_BUDGET = flags.DEFINE_integer(
     "search_budget",
     0,
@@ -72,12 +67,10 @@ def main(argv: list[str]) -> None:
     inputs.update(reference=_REFERENCE.value, config=cli.config_file(_CONFIG))
     if _OUT.value:
         atomic.check_output_dir(_OUT.value, "out", overwrite=_OVERWRITE.value, owned=OUTPUTS, inputs=inputs)
-    if _MEASURE.value not in registry.KINDS:
-        raise InputError(f"--measure: unknown kind {_MEASURE.value!r} (valid: {', '.join(registry.KINDS)})")
     config = _CONFIG.value
     if (config is None) == (_GRAPH.value is None):
         raise InputError("give exactly one of --config and --graph")
-    spec = _CLUSTER.value or (config.get("cluster") if config is not None else None) or "k80x4"
+    spec = cli.cluster_spec(_CLUSTER.value, config)
     cluster = cli.load_cluster(spec)
     paths, methods = compare_lib.with_reference(_PLACEMENTS.value, methods, _REFERENCE.value)
     given = compare_lib.load_placements(paths)

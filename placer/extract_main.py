@@ -26,7 +26,6 @@ from placer.core.errors import InputError
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
 _METAGRAPH = flags.DEFINE_string("metagraph", None, "MetaGraphDef file (binary or text) instead of --config.")
 _NAME = flags.DEFINE_string("name", None, "Graph name for --metagraph (default: the file name).")
-_GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file (graphs/io format): no extraction, just grouping.")
 _OUT = flags.DEFINE_string("out", None, "Write the extracted graph here as graph JSON (.gz = gzip).")
 _COSTS = flags.DEFINE_enum(
     "costs",
@@ -34,10 +33,11 @@ _COSTS = flags.DEFINE_enum(
     ["grappler", "profile", "none"],
     "Op costs to attach: Grappler's model of each device type of --cluster, times profiled on this machine, or none.",
 )
-_CLUSTER = flags.DEFINE_string(
+_GRAPH, _CLUSTER = cli.define_flags(
+    __name__,
+    "graph",
     "cluster",
-    None,
-    "Cluster whose device types get Grappler costs: preset, JSON file or 'local' (default: the config's, else k80x4).",
+    notes={"graph": "No extraction, just grouping.", "cluster": "Its device types get Grappler costs."},
 )
 _TARGET = flags.DEFINE_integer(
     "target_groups",
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> None:
             raise InputError("--costs and --cluster need --config or --metagraph (a --graph file keeps its costs)")
         extracted = extract_lib.from_file(_GRAPH.value)
     else:
-        spec = _CLUSTER.value or (config.get("cluster") if config is not None else None) or "k80x4"
+        spec = cli.cluster_spec(_CLUSTER.value, config)
         cluster = cli.load_cluster(spec)
         if config is not None:
             extracted = extract_lib.from_config(config, cluster, _COSTS.value)

@@ -23,11 +23,9 @@ from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
-_GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file with costs (docs/formats.md) instead of --config.")
-_CLUSTER = flags.DEFINE_string("cluster", "k80x4", "Cluster preset (configs/clusters), JSON file, or 'local'.")
+_GRAPH, _CLUSTER, _MEASURE = cli.define_flags(__name__, "graph", "cluster", "measure")
 _PLACEMENT = flags.DEFINE_string("placement", None, "Placement JSON file (docs/formats.md).")
 _BASELINE = flags.DEFINE_string("baseline", None, "Instead of --placement: a baseline method (baselines/registry).")
-_MEASURE = flags.DEFINE_string("measure", "sim", "Backend: sim | grappler | session.")
 _TRACE = flags.DEFINE_string("trace", None, "Write a Chrome trace of the simulated step here (--measure=sim).")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --trace file.")
 
@@ -44,7 +42,7 @@ def main(argv: list[str]) -> None:
         inputs = {"graph": _GRAPH.value, "placement": _PLACEMENT.value, "cluster": _CLUSTER.value}
         inputs["config"] = cli.config_file(_CONFIG)
         atomic.check_output_file(_TRACE.value, "trace", overwrite=_OVERWRITE.value, inputs=inputs)
-    cluster = cli.load_cluster(_CLUSTER.value)
+    cluster = cli.load_cluster(cli.cluster_spec(_CLUSTER.value, _CONFIG.value))
     loaded = pipeline.load_graph(
         cluster, config=_CONFIG.value, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim"
     )

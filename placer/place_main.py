@@ -25,8 +25,9 @@ DEFAULT_SAMPLES = 64  # sampled placements without --samples or --max_seconds
 
 _POLICY = flags.DEFINE_string("policy", None, "Policy folder written by placer-pretrain.", required=True)
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:layers=8.")
-_GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file, or gen:FAMILY:OPS:SEED, instead of --config.")
-_CLUSTER = flags.DEFINE_string("cluster", None, "Cluster preset or JSON file (default: the config's, else k80x4).")
+_GRAPH, _CLUSTER, _SEED = cli.define_flags(
+    __name__, "graph", "cluster", "seed", notes={"graph": "Also gen:FAMILY:OPS:SEED, a generated graph."}
+)
 _SAMPLES = flags.DEFINE_integer(
     "samples",
     None,
@@ -45,7 +46,6 @@ _METHOD = flags.DEFINE_string(
 _MAX_PLACEMENTS = flags.DEFINE_integer(
     "max_placements", 1000, "Measured placements of the search (not of --method=zero_shot, which takes --samples)."
 )
-_SEED = flags.DEFINE_integer("seed", 0, "Sampling seed.")
 _OUT = flags.DEFINE_string("out", None, "Placement JSON file to write.", required=True)
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out file.")
 
@@ -79,7 +79,7 @@ def main(argv):
         raise InputError("give exactly one of --config and --graph")
     policy, _ = transfer_lib.load_policy(_POLICY.value)
     config = cli.config_or_default(_CONFIG.value, _GRAPH.value)
-    cluster = cli.load_cluster(_CLUSTER.value or config.get("cluster", "k80x4"))
+    cluster = cli.load_cluster(cli.cluster_spec(_CLUSTER.value, config))
     if _GRAPH.value is not None:
         source = _GRAPH.value
         graph = transfer_lib.load_spec(source, cluster)
@@ -97,7 +97,7 @@ def main(argv):
     else:
         transfer_lib.make_task(graph, cluster, config.placer, None, source)  # the policy can read the graph
         result = place_lib.search(
-            _POLICY.value, graph, _CLUSTER.value or config.get("cluster", "k80x4"), config, method=_METHOD.value,
+            _POLICY.value, graph, cli.cluster_spec(_CLUSTER.value, config), config, method=_METHOD.value,
             budget=_MAX_PLACEMENTS.value, seed=_SEED.value, max_seconds=_MAX_SECONDS.value,
         )  # fmt: skip
         how = f"best of {result['placements']} placements {_METHOD.value} measured from the policy"

@@ -18,17 +18,16 @@ from placer.core import configs_util
 _CONFIG = config_flags.DEFINE_config_file(
     "config", configs_util.resolve("configs/pretrain.py"), "Pretraining config, e.g. configs/pretrain.py:small."
 )
-_WORKDIR = flags.DEFINE_string("workdir", None, "Policy folder.", required=True)
 _STEPS = flags.DEFINE_integer("steps", 1000, "Total policy-gradient steps (counting resumed ones).")
-_SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
-_RESUME = flags.DEFINE_bool("resume", False, "Continue the pretraining saved in --workdir.")
 _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes",
     0.0,
     "Stop after this many minutes of wall time (0 = no limit), as placer-train does.",
     lower_bound=0.0,
 )
-_PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar.")
+_WORKDIR, _SEED, _RESUME, _PROGRESS = cli.define_flags(
+    __name__, "workdir", "seed", "resume", "progress", required=["workdir"], notes={"workdir": "The policy's."}
+)
 _ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
 
 WRITES = ("policy.json", "checkpoints", "tensorboard")  # what --workdir receives

@@ -64,13 +64,6 @@ _LOSS = flags.DEFINE_enum(
 )
 _ENGINE = flags.DEFINE_enum("engine", "inprocess", ["inprocess", "ray"], "Where measurement workers run.")
 _RAY_ADDRESS = flags.DEFINE_string("ray_address", None, "Ray cluster address (default: start a local Ray).")
-_MEASURE = flags.DEFINE_enum(
-    "measure",
-    "sim",
-    ["sim", "grappler", "session"],
-    "How slots measure a placement: simulator, Grappler, real session.",
-)
-_WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
 _LOCKSTEP = flags.DEFINE_bool(
     "lockstep",
     None,
@@ -80,11 +73,17 @@ _LOCKSTEP = flags.DEFINE_bool(
     "slots a search holds at each iteration depend on how fast the threads ran, so runs differ slightly. "
     "Default: on with --engine=inprocess, off with --engine=ray.",
 )
-_RESUME = flags.DEFINE_bool(
+_MEASURE, _WORKDIR, _RESUME = cli.define_flags(
+    __name__,
+    "measure",
+    "workdir",
     "resume",
-    False,
-    "Continue a stopped or killed run in --workdir (same jobs and flags) from its searches' last checkpoints; "
-    "with --trace, the allocators already replayed are read back and the others replayed from their start.",
+    required=["workdir"],
+    notes={
+        "measure": "How every slot measures a placement.",
+        "resume": "A stopped or killed run (same jobs and flags) goes on from its searches' last checkpoints; "
+        "with --trace, the allocators already replayed are read back and the others replayed from their start.",
+    },
 )
 
 WRITES = ("run_state.json", *ALLOCATORS)  # what --workdir receives: the run's clock and a folder per allocator
@@ -126,7 +125,7 @@ def main(argv):
                 **sharing,
             )
         return
-    from placer.measure.pool import MeasurerFactory  # noqa: PLC0415
+    from placer.measure.registry import MeasurerFactory  # noqa: PLC0415
     from placer.sharing import jobs as search_jobs  # noqa: PLC0415
 
     work = search_jobs.load_workload(_JOBS.value)  # every error here comes before anything starts

@@ -20,10 +20,13 @@ _CONFIG = config_flags.DEFINE_config_file(
     "Model config file, e.g. configs/nmt.py or configs/nmt.py:tiny (default: configs/common.py, the search "
     "settings without a model, for --graph); any field can be overridden, e.g. --config.placer.train.steps=10.",
 )
-_GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file to place instead of the config's model.")
-_CLUSTER = flags.DEFINE_string("cluster", None, "Cluster preset or JSON file (default: the config's).")
-_MEASURE = flags.DEFINE_enum("measure", None, ["sim", "grappler", "session"], "Measurement backend.")
-_WORKDIR = flags.DEFINE_string("workdir", None, "Output folder.", required=True)
+_GRAPH, _CLUSTER, _MEASURE, _WORKDIR, _SEED, _RESUME, _PROGRESS = cli.define_flags(
+    __name__,
+    "graph", "cluster", "measure", "workdir", "seed", "resume", "progress",
+    required=["workdir"],
+    defaults={"measure": None},
+    notes={"measure": "Default: the config's."},
+)  # fmt: skip
 _STEPS = flags.DEFINE_integer(
     "steps",
     200,
@@ -35,17 +38,14 @@ _MAX_PLACEMENTS = flags.DEFINE_integer(
     0,
     "Stop after this many measured placements in all, counting a warm start's baselines (0 = no limit).",
 )
-_SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
-_RESUME = flags.DEFINE_bool("resume", False, "Continue the search saved in --workdir.")
 _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0, "Stop training after this many minutes of wall time (0 = no limit); results are still written."
 )
-_PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
 _INIT_FROM = flags.DEFINE_string(
     "init_from",
     None,
-    "seq2seq: a placer-pretrain policy folder to fine-tune (the graph policy); learned_moves: the --workdir of an "
-    "earlier learned_moves search (any graph), whose learned move weights start this one.",
+    "A placer-pretrain policy folder to start from: seq2seq fine-tunes the graph policy, cross_entropy and "
+    "ce_or_annealing start from its device shares.",
 )
 _ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
 

@@ -32,7 +32,7 @@ EXPERT, SINGLE_GPU, NOT_APPLICABLE, CSV_COLUMNS = (
     tables.NOT_APPLICABLE,
     tables.CSV_COLUMNS,
 )
-notes, status = tables.notes, tables.status
+notes, status, best = tables.notes, tables.status, tables.best
 csv_text, markdown_text, terminal_text = tables.csv_text, tables.markdown_text, tables.terminal_text
 write_csv, write_markdown, memory_unit = tables.write_csv, tables.write_markdown, tables.memory_unit
 
@@ -251,12 +251,6 @@ def compare(
         level = measure_registry.level_of(measurer, placement)
         rows.append(Row(name, st, m.failure, *sp, peak, seconds, m.message, placement, level))
     return rows
-
-
-def best(rows: Sequence[Row]) -> Row | None:
-    """The row with the smallest step time (None when every placement failed)."""
-    ok = [r for r in rows if r.ok]
-    return min(ok, key=lambda r: r.step_time) if ok else None
 
 
 def parse_methods(spec: str, have_placements: bool = False) -> tuple[list[str], bool]:

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from placer.compare import compare_lib
+from placer.compare import tables  # noqa: E402
 from placer.core import atomic, fmt  # noqa: E402
 from placer.core.cluster import Cluster  # noqa: E402
 from placer.core.errors import InputError  # noqa: E402
@@ -47,7 +47,7 @@ def plot_step_times(rows: Sequence, path: str, title: str = "") -> None:
     log = log_scale(ok_times)
     fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(rows) + 1.5), 3.6))
     x = np.arange(len(rows))
-    best = compare_lib.best(rows)
+    best = tables.best(rows)
     for i, r in enumerate(rows):
         if r.ok:
             color = "tab:green" if r is best else "tab:blue"
@@ -56,7 +56,7 @@ def plot_step_times(rows: Sequence, path: str, title: str = "") -> None:
         else:
             ax.bar(i, top, color="0.85", hatch="//", edgecolor="0.5")
             middle = np.sqrt(min(ok_times) * top) if log else top / 2
-            ax.text(i, middle, compare_lib.status(r), ha="center", va="center", rotation=90, fontsize=8)
+            ax.text(i, middle, tables.status(r), ha="center", va="center", rotation=90, fontsize=8)
     ax.set_xticks(x, [r.method for r in rows], rotation=45, ha="right")
     ax.set_title(title or "step time per placement (lower is better)")
     if log:

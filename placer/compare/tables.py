@@ -30,6 +30,12 @@ CSV_COLUMNS = (
 )
 
 
+def best(rows: Sequence):
+    """The row (compare_lib.Row) with the smallest step time (None when every placement failed)."""
+    ok = [r for r in rows if r.ok]
+    return min(ok, key=lambda r: r.step_time) if ok else None
+
+
 def status(row) -> str:
     """The step time with its unit (3 significant figures), or the failure as the paper writes it ("OOM")."""
     if row.ok:

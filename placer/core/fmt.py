@@ -54,10 +54,3 @@ def change(x: float, reference: float, *, worse: str = "slower", better: str = "
     if abs(pct) < 0.05:
         return f"the same as {name}" if name else "the same"
     return f"{abs(pct):.1f}% {worse if pct > 0 else better}{tail}"
-
-
-def percent_change(x: float, reference: float) -> str:
-    """A signed percentage for table cells whose header says the direction ("+12.4%")."""
-    if not (reference and math.isfinite(reference) and math.isfinite(x)):
-        return "-"
-    return f"{100.0 * (x - reference) / abs(reference):+.1f}%"

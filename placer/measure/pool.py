@@ -51,60 +51,14 @@ def worker_fault(e: BaseException) -> Exception:
     return MeasurerBug(text) if isinstance(e, BUGS) else WorkerDied(text)
 
 
-class MeasurerFactory:
-    """Builds a worker's measurer of one kind; picklable, so a Ray actor builds it in its own process.
-
-    Args:
-      kind: "sim", "grappler" or "session" (placer.measure.registry).
-      **options: passed to the backend (e.g. warmup, steps, timeout_s for session).
-    """
-
-    def __init__(self, kind: str = "sim", **options):
-        self.kind = kind
-        self.options = options
-
-    def __call__(self, graph, cluster, model: bytes | None = None):
-        """The measurer of `graph` on `cluster`.
-
-        Args:
-          graph: the job's OpGraph.
-          cluster: the job's Cluster; for "session", the devices of the
-            machine measuring it (e.g. "local:N", N logical CPUs).
-          model: the job's serialized MetaGraphDef (`SerializeToString`), for
-            the TF backends; None for the simulator.
-        """
-        if self.kind == "sim":
-            return Simulator(graph, cluster, **self.options)
-        # TensorFlow is imported here, in the worker, never by this module: the in-process and Ray
-        # engines load without it, and a fresh Ray actor sets its CPU devices before TF sets them up.
-        if self.kind == "session":
-            _own_cpus(sum(d.type == "CPU" for d in cluster.devices))
-        from tensorflow.core.protobuf import meta_graph_pb2  # noqa: PLC0415 (see above)
-
-        from placer.measure import registry  # noqa: PLC0415 (see above)
-
-        metagraph = None if model is None else meta_graph_pb2.MetaGraphDef.FromString(model)
-        return registry.make_measurer(self.kind, graph, cluster, metagraph=metagraph, **self.options)
+def simulator(graph, cluster, model: bytes | None = None) -> Simulator:
+    """The default factory: the simulator of `graph` on `cluster` (a TF `model` is not needed)."""
+    return Simulator(graph, cluster)
 
 
 def build_measurer(factory: Callable, graph, cluster, model: bytes | None):
     """`factory(graph, cluster)`, or `factory(graph, cluster, model)` for a job with a TF model."""
     return factory(graph, cluster) if model is None else factory(graph, cluster, model)
-
-
-def _own_cpus(n: int) -> None:
-    """Splits this worker process's CPU into `n` logical devices, if TF has not set up its devices yet.
-
-    When it has (an earlier job of this process, or the caller's own TF use),
-    sessions still get `n` CPU devices: SessionMeasurer sets the count in
-    each session's ConfigProto.
-    """
-    from graphs import local_cluster  # noqa: PLC0415 (TensorFlow, in the worker only)
-
-    try:
-        local_cluster.configure_logical_cpus(max(n, 1))
-    except RuntimeError:
-        pass  # devices already set up with another count: the session's ConfigProto decides
 
 
 def spread(count: int, slots: int) -> list[list[int]]:
@@ -128,7 +82,7 @@ class Engine:
       factory: `factory(graph, cluster) -> Measurer`, or `factory(graph,
         cluster, model)` for a job with a model (its serialized MetaGraphDef),
         built once per worker and job; must be picklable for Ray; default
-        MeasurerFactory() (the simulator).
+        `simulator` (placer.measure.registry.MeasurerFactory builds the others).
       fatal_loss: placements whose worker died on every try raise WorkersLost
         instead of counting as failed (ERROR): a learner then stops rather than
         learn from a fault of the workers.
@@ -146,7 +100,7 @@ class Engine:
         self.measure_timeout_s = float(measure_timeout_s)
         self.max_retries = int(max_retries)
         self.measure_seconds = float(measure_seconds)
-        self.factory = factory if factory is not None else MeasurerFactory()
+        self.factory = factory if factory is not None else simulator
         self.fatal_loss = bool(fatal_loss)
         self._jobs: dict[Hashable, tuple] = {}  # job -> (graph, cluster, model bytes or None)
         self._workers: dict[int, object] = {}  # slot -> its worker (thread or actor)

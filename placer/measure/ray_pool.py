@@ -7,7 +7,7 @@ offers as many slots as its nodes declare, e.g. `ray start
 Every job's graph, cluster and (for the TF backends) serialized MetaGraphDef
 go into the object store once (`ray.put`); an actor fetches them the first
 time it measures for that job and builds its measurer in its own process
-(with `MeasurerFactory("session")`, a real TF session on the logical CPUs it
+(with `registry.MeasurerFactory("session")`, a real TF session on the logical CPUs it
 sets up first), so later calls carry only the device indices of the placements. The
 allocator of `placer-search` moves slots between searches by sending their
 placements to other actors; nothing restarts. `RayMeasurer` gives one graph

@@ -9,15 +9,60 @@ Ray is imported only then).
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable
 
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError, RunStopped
 from placer.core.measurement import Measurer
 from placer.core.op_graph import OpGraph
-from placer.measure.pool import Engine, MeasurerFactory, WorkersLost
+from placer.measure.pool import Engine, WorkersLost
 from placer.measure.simulator import Simulator
+
+
+def _grappler():
+    from placer.measure import grappler  # noqa: PLC0415 (TensorFlow)
+
+    return grappler
+
+
+def _session():
+    from placer.measure import session  # noqa: PLC0415 (TensorFlow)
+
+    return session
+
+
+def _ray_pool():
+    from placer.measure import ray_pool  # noqa: PLC0415 (Ray, an optional extra)
+
+    return ray_pool
+
+
+def _tf_session():
+    from graphs import tf_session  # noqa: PLC0415 (TensorFlow)
+
+    return tf_session
+
+
+def _local_cluster():
+    from graphs import local_cluster  # noqa: PLC0415 (TensorFlow)
+
+    return local_cluster
+
+
+# The modules loaded on first use (TensorFlow's or Ray's), by name. Each loader is a plain import
+# statement, so the layer contracts and tests/test_import_cycles.py see these imports.
+LAZY: dict[str, Callable] = {
+    "grappler": _grappler,
+    "session": _session,
+    "ray_pool": _ray_pool,
+    "tf_session": _tf_session,
+    "local_cluster": _local_cluster,
+}
+
+
+def lazy(name: str):
+    """The module `name` of LAZY, imported now if it was not."""
+    return LAZY[name]()
 
 
 def _sim(graph, cluster, model, metagraph, **options):
@@ -31,19 +76,62 @@ def _source(kind, model, metagraph):
     return source
 
 
-def _grappler(graph, cluster, model, metagraph, **options):
-    mod = importlib.import_module("placer.measure.grappler")
+def _grappler_measurer(graph, cluster, model, metagraph, **options):
     source = _source("grappler", model, metagraph)
-    return mod.GrapplerMeasurer(getattr(source, "metagraph", source), graph, cluster, **options)
+    return lazy("grappler").GrapplerMeasurer(getattr(source, "metagraph", source), graph, cluster, **options)
 
 
-def _session(graph, cluster, model, metagraph, **options):
-    mod = importlib.import_module("placer.measure.session")
-    return mod.SessionMeasurer(_source("session", model, metagraph), graph, cluster, **options)
+def _session_measurer(graph, cluster, model, metagraph, **options):
+    return lazy("session").SessionMeasurer(_source("session", model, metagraph), graph, cluster, **options)
 
 
-KINDS = {"sim": _sim, "grappler": _grappler, "session": _session}
+KINDS = {"sim": _sim, "grappler": _grappler_measurer, "session": _session_measurer}
 ENGINES = ("inprocess", "ray")
+
+
+class MeasurerFactory:
+    """Builds a worker's measurer of one kind; picklable, so a Ray actor builds it in its own process.
+
+    Args:
+      kind: "sim", "grappler" or "session" (KINDS).
+      **options: passed to the backend (e.g. warmup, steps, timeout_s for session).
+    """
+
+    def __init__(self, kind: str = "sim", **options):
+        self.kind = kind
+        self.options = options
+
+    def __call__(self, graph, cluster, model: bytes | None = None):
+        """The measurer of `graph` on `cluster`.
+
+        Args:
+          graph: the job's OpGraph.
+          cluster: the job's Cluster; for "session", the devices of the
+            machine measuring it (e.g. "local:N", N logical CPUs).
+          model: the job's serialized MetaGraphDef (`SerializeToString`), for
+            the TF backends; None for the simulator.
+        """
+        if self.kind == "sim":
+            return Simulator(graph, cluster, **self.options)
+        # TensorFlow is imported here, in the worker, never by this module: the in-process and Ray
+        # engines load without it, and a fresh Ray actor sets its CPU devices before TF sets them up.
+        if self.kind == "session":
+            _own_cpus(sum(d.type == "CPU" for d in cluster.devices))
+        metagraph = None if model is None else lazy("tf_session").meta_graph_pb2.MetaGraphDef.FromString(model)
+        return make_measurer(self.kind, graph, cluster, metagraph=metagraph, **self.options)
+
+
+def _own_cpus(n: int) -> None:
+    """Splits this worker process's CPU into `n` logical devices, if TF has not set up its devices yet.
+
+    When it has (an earlier job of this process, or the caller's own TF use),
+    sessions still get `n` CPU devices: SessionMeasurer sets the count in
+    each session's ConfigProto.
+    """
+    try:
+        lazy("local_cluster").configure_logical_cpus(max(n, 1))
+    except RuntimeError:
+        pass  # devices already set up with another count: the session's ConfigProto decides
 
 
 def make_measurer(
@@ -84,10 +172,8 @@ def make_measurer(
         raise ValueError(f"measure={kind} on an engine that builds {engine.factory.kind!r} measurers")
     serialized = None
     if kind != "sim":
-        as_metagraph = importlib.import_module("graphs.tf_session").as_metagraph
-        serialized = as_metagraph(_source(kind, model, metagraph)).SerializeToString()
-    ray_pool = importlib.import_module("placer.measure.ray_pool")
-    return ray_pool.RayMeasurer(engine, graph, cluster, serialized, owns_engine=owns_engine)
+        serialized = lazy("tf_session").as_metagraph(_source(kind, model, metagraph)).SerializeToString()
+    return lazy("ray_pool").RayMeasurer(engine, graph, cluster, serialized, owns_engine=owns_engine)
 
 
 def check_engine(engine: str, workers: int, ray_address: str = "") -> None:
@@ -105,7 +191,7 @@ def check_engine(engine: str, workers: int, ray_address: str = "") -> None:
     if engine == "inprocess" and ray_address:
         raise InputError(f"--ray_address={ray_address} needs --engine=ray")
     if engine == "ray":
-        importlib.import_module("placer.measure.ray_pool").import_ray()
+        lazy("ray_pool").import_ray()
 
 
 def open_engine(kind: str, *, engine: str = "inprocess", workers: int = 1, ray_address: str = "", **options):
@@ -131,9 +217,8 @@ def open_engine(kind: str, *, engine: str = "inprocess", workers: int = 1, ray_a
     check_engine(engine, workers, ray_address)
     if engine == "inprocess":
         return None
-    ray_pool = importlib.import_module("placer.measure.ray_pool")
     factory = MeasurerFactory(kind, **options)
-    return ray_pool.RayEngine(
+    return lazy("ray_pool").RayEngine(
         workers, address=ray_address or None, flag="--workers", factory=factory, max_retries=workers, fatal_loss=True
     )
 

@@ -1,54 +1,29 @@
 """Cross-entropy or annealing, whichever the first placements favour.
 
-The cross-entropy search (placer.rl.learn_ce) starts from a spread-out
-distribution, half uniform. Where single_gpu is already close to the best,
-that spread costs it its first thousand placements: on Inception-V3, 2 to 14
-of 64 samples of its start are faster than single_gpu, against 37 to 64 of
-64 on RNNLM and NMT (seeds 10 to 12, k80x4), and annealing's one-class moves
-from single_gpu lead it at 1,000 placements by 3 to 5%. So the first round
-measures single_gpu and `probe` samples of the cross-entropy start:
+The first round measures single_gpu and `probe` samples of the cross-entropy
+start (placer.rl.learn_ce). If more than `share` of them are faster than
+single_gpu (or single_gpu fails), the cross-entropy search goes on, the probe
+being its first round. Else the search anneals from single_gpu
+(baselines.search.Annealing, cooled over the rest of the budget), each move
+taking a tie class to another allowed device, both drawn half uniformly and
+half from a proposal table Q[class, device] (`move_odds`). Q starts as the
+pretrained policy's device shares (`init_from`) or uniform, and moves `rate`
+of the way toward the destination of every measured move that made the
+placement faster (the cross-entropy update on improving moves, as in Post,
+Gao et al., NeurIPS 2018).
 
-- if more than `share` of the samples are faster than single_gpu (or
-  single_gpu fails), the cross-entropy search goes on, the probe being its
-  first round;
-- else the search anneals from single_gpu (baselines.search.Annealing with
-  its fixed settings, cooled over the rest of the budget). Each move takes a
-  tie class c to another allowed device, both read from a proposal table
-  Q[class, device]: c is drawn half uniformly, half in proportion to the
-  mass 1 - Q[c, cur[c]] that Q puts off c's current device, and the device
-  half uniformly, half from Q[c, :] (`move_odds`). Q starts as the
-  pretrained graph policy's device shares on this graph (`init_from`, as
-  the cross-entropy start uses them), or uniform (then the class is drawn
-  uniformly), and moves `rate` of the way toward the destination of every
-  measured move that made the placement faster: the cross-entropy update on
-  improving moves, as in Post (Gao et al., NeurIPS 2018).
-
-While the search descends (the last round moved to a faster placement), it
-also uses what each measured move did. V[c, d] holds the last measured
-relative change of the step time when class c moved to d from the current
-placement (0 until measured; a class's row is cleared when it moves, its
-values having been measured from elsewhere). The round's neighbours are then
-drawn without repeats from Q's move odds times exp(-V / `TAU`), so moves
-measured to hurt are rarely measured again and moves measured to help are
-tried again from the new placement; and the last two are compounds: every
-class with a helping move takes its best one, and so does the better half of
-them. Early in a search most neighbours of single_gpu help and their gains
-add up, which one move per round cannot use.
-
-Learning off (the ablation): the cross-entropy table stays at its start, Q
-stays at its start and V stays empty (no compounds). The settings (probe 16,
-share 1/4, rate 0.05, the halves of the class and device draws, `TAU`) are
-our choice, made on seeds 10 to 29 apart from the seeds bench/budget.py
-reports: the class draw on Inception-V3 at batch 64 with a pretrained policy
-at 1,000 placements (a uniform class draw tied annealing on 6 of 10 seeds,
-this one beat it on 8); the move values on the same graph and policy, read
-at 1,000 placements of a 4,000-placement search, took the mean change
-against annealing from -0.4% to -0.9% (at or under it on 14, then 17 of 20
-seeds). Their cost: on Inception-V3 at 4,000 placements of a 16,000 search,
--0.2% became -0.0% (12, then 9 of 20 seeds), within the seeds' spread.
+While the search descends, V[c, d] holds the last measured relative change
+of the step time when class c moved to d from the current placement; the
+round's neighbours are drawn without repeats from Q's odds times
+exp(-V / `TAU`), and the last two are compounds of the moves measured to help
+(`compounds`). Learning off (the ablation): both tables stay at their start
+and V stays empty. The settings and the seeds they were chosen on are in
+docs/rl.md.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -60,18 +35,36 @@ from placer.rl.learner import Setup
 TAU = 0.002  # the move values' temperature: a move measured 0.2% slower is drawn e (2.7) times less often
 
 
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The search's settings (module doc).
+
+    Attributes:
+      learning: False = the ablation: the cross-entropy table, Q and V stay at their start.
+      probe: samples of the cross-entropy start measured in the first round.
+      share: the fraction of them faster than single_gpu above which cross-entropy goes on.
+      rate: how far Q moves toward an improving move's destination.
+    """
+
+    learning: bool = True
+    probe: int = 16
+    share: float = 0.25
+    rate: float = 0.05
+
+
 class CrossEntropyOrAnnealing:
     """The search of the module doc as a placer.rl.learner.Learner."""
 
     name = "ce_or_annealing"
     init_from = "policy"  # --init_from: a placer-pretrain folder
 
-    def __init__(self, setup: Setup, learning: bool = True, probe: int = 16, share: float = 0.25, rate: float = 0.05):
+    def __init__(self, setup: Setup, config: Config | None = None):
+        c = config or Config()
         if setup.budget <= 0:
             raise InputError(f"{self.name}: needs a budget (--max_placements or --steps) to fit its cooling to")
-        self.setup, self.learning, self.rate = setup, learning, float(rate)
-        self.probe, self.share = max(1, int(probe)), float(share)
-        self.ce = learn_ce.CrossEntropy(setup, learning=learning)
+        self.setup, self.learning, self.rate = setup, c.learning, float(c.rate)
+        self.probe, self.share = max(1, int(c.probe)), float(c.share)
+        self.ce = learn_ce.CrossEntropy(setup, learn_ce.Config(learning=c.learning))
         self.space, self.rng = self.ce.space, self.ce.rng
         allowed = self.space.allowed
         uniform = allowed / allowed.sum(axis=1, keepdims=True)

@@ -28,12 +28,12 @@ lost (the search loop keeps it).
 Learning off (the ablation): P stays at its start, so the same loop draws
 from a frozen distribution.
 
-The settings (population 64, elite 10%, rate 0.4, floor 0.002, start mass
-0.5, patience 20 rounds) are our choice, made on seeds 10, 11 and 12 of the paper graphs, apart
-from the seeds bench/budget.py reports.
+The settings (`Config`) are our choice; docs/rl.md says how they were made.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -46,32 +46,47 @@ from placer.rl.learner import Setup
 STATE = learn_anneal.STATE
 
 
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The cross-entropy search's settings (module doc).
+
+    Attributes:
+      learning: False = the ablation: P stays at its start.
+      population: placements drawn per round.
+      elite: the share of them (and of the last round's elite) that P moves toward.
+      rate: how far P moves toward the elite's device frequencies per round.
+      floor: the least probability of an allowed device.
+      start_mass: the start placement's weight in P's first mixture (the rest uniform).
+      prior_samples: placements drawn from a pretrained policy to read its device shares.
+      patience: rounds without a new best before P restarts around the best.
+    """
+
+    learning: bool = True
+    population: int = 64
+    elite: float = 0.1
+    rate: float = 0.4
+    floor: float = 0.002
+    start_mass: float = 0.5
+    prior_samples: int = 256
+    patience: int = 20
+
+
 class CrossEntropy:
     """The cross-entropy search as a placer.rl.learner.Learner (module doc)."""
 
     name = "cross_entropy"
     init_from = "policy"  # --init_from: a placer-pretrain folder
 
-    def __init__(
-        self,
-        setup: Setup,
-        learning: bool = True,
-        population: int = 64,
-        elite: float = 0.1,
-        rate: float = 0.4,
-        floor: float = 0.002,
-        start_mass: float = 0.5,
-        prior_samples: int = 256,
-        patience: int = 20,
-    ):
-        self.setup, self.learning = setup, learning
-        self.population, self.rate, self.floor = int(population), float(rate), float(floor)
-        self.elite = max(1, int(round(elite * self.population)))
+    def __init__(self, setup: Setup, config: Config | None = None):
+        c = config or Config()
+        self.setup, self.learning = setup, c.learning
+        self.population, self.rate, self.floor = int(c.population), float(c.rate), float(c.floor)
+        self.elite = max(1, int(round(c.elite * self.population)))
         self.space = space_lib.Space(setup.problem.graph, setup.cluster, setup.groups, 0)
         self.rng = np.random.default_rng(setup.seed)
         self.start = "single_gpu" if setup.init_from is None else f"pretrained policy {setup.init_from}"
-        self.start_mass, self.patience = float(start_mass), int(patience)
-        self.start_table = self._start_distribution(prior_samples)  # [L, D] single_gpu or the policy's shares
+        self.start_mass, self.patience = float(c.start_mass), int(c.patience)
+        self.start_table = self._start_distribution(c.prior_samples)  # [L, D] single_gpu or the policy's shares
         self.P = self._mixture(self.start_table)
         self.rounds = self.stale = self.restarts = 0
         self.best_t, self.best_x = np.inf, None

@@ -7,6 +7,8 @@ is fine-tuned instead. A warm start imitates the fastest baseline first.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from baselines import space
@@ -16,13 +18,19 @@ from placer.rl.learner import Setup
 from placer.rl.reinforce import Trainer
 
 
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The seq2seq method's own settings: none; its policy and update read `config.placer.policy` and `train`."""
+
+
 class Seq2Seq:
     """placer.rl.learner.Learner over placer.rl.reinforce.Trainer (its checkpoints, history and curve.csv)."""
 
     uses_warm_start = True
     init_from = "policy"  # --init_from: a placer-pretrain folder
 
-    def __init__(self, setup: Setup):
+    def __init__(self, setup: Setup, config: Config | None = None):
+        del config  # no settings of its own (Config)
         self.setup = setup
         problem = setup.problem
         policy = transfer_lib.policy_for_trainer(

@@ -1,37 +1,35 @@
-"""The registry of learned placement methods: name -> a class implementing placer.rl.learner.Learner.
+"""The registry of learned placement methods: name -> the learner class and its config class.
 
 `placer-train --config.placer.train.method=NAME` picks one; each is built
-from a placer.rl.learner.Setup. A new method is one module and one line here.
+from a placer.rl.learner.Setup and an instance of its config class (a frozen
+dataclass). `--config.placer.train.learning=False` runs a method's
+learning-off ablation. A new method is one module and one line here.
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 
 from placer.core.errors import InputError
 from placer.rl import learn_adaptive, learn_anneal, learn_ce, learn_seq2seq
+from placer.rl.learner import Setup
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """A registered method: its learner class (placer.rl.learner.Learner) and its config class."""
+
+    learner: type
+    config: type
+
 
 METHODS = {
-    # The paper's seq2seq policy trained by REINFORCE (or PPO, per config.placer.train.algorithm);
-    # with --init_from, the pretrained graph policy instead.
-    "seq2seq": learn_seq2seq.Seq2Seq,
-    # baselines.search's simulated annealing itself, driven by the same loop (the reference).
-    "annealing": learn_anneal.Plain,
-    # The same annealing started from the warm start's fastest baseline (the reference for warm-started methods).
-    "annealing_warm": learn_anneal.FromWarmStart,
-    "random_search": learn_anneal.RandomSearch,  # baselines.search's random search, the same way
-    # Annealing whose moves come from a learned distribution (cross-entropy on improving moves).
-    "learned_moves": learn_anneal.LearnedMoves,
-    "learned_moves_off": functools.partial(learn_anneal.LearnedMoves, learning=False),
-    # Annealing whose neighbours are screened by a cost model fitted to the measurements so far.
-    "cost_model": learn_anneal.CostModel,
-    "cost_model_off": functools.partial(learn_anneal.CostModel, learning=False),
-    # A table of device probabilities per tie class trained on its elite samples (cross-entropy method).
-    "cross_entropy": learn_ce.CrossEntropy,
-    "cross_entropy_off": functools.partial(learn_ce.CrossEntropy, learning=False),
-    # Cross-entropy, or annealing with a learned proposal table where single_gpu beats its start's samples.
-    "ce_or_annealing": learn_adaptive.CrossEntropyOrAnnealing,
-    "ce_or_annealing_off": functools.partial(learn_adaptive.CrossEntropyOrAnnealing, learning=False),
+    "seq2seq": Method(learn_seq2seq.Seq2Seq, learn_seq2seq.Config),
+    "annealing": Method(learn_anneal.Annealing, learn_anneal.Config),
+    "annealing_warm": Method(learn_anneal.FromWarmStart, learn_anneal.Config),
+    "random_search": Method(learn_anneal.RandomSearch, learn_anneal.Config),
+    "cross_entropy": Method(learn_ce.CrossEntropy, learn_ce.Config),
+    "ce_or_annealing": Method(learn_adaptive.CrossEntropyOrAnnealing, learn_adaptive.Config),
 }
 
 # The method placer-train runs unless told otherwise.
@@ -43,8 +41,8 @@ def names() -> list[str]:
     return list(METHODS)
 
 
-def get(name: str):
-    """The class registered as `name`.
+def get(name: str) -> Method:
+    """The method registered as `name`.
 
     Raises:
       InputError: unknown name (the message lists the valid ones).
@@ -57,17 +55,41 @@ def get(name: str):
         ) from None
 
 
+def config_for(name: str, placer) -> object:
+    """The config of method `name` from `config.placer`: its class's defaults, `learning` from `placer.train`.
+
+    Raises:
+      InputError: unknown name, or learning turned off for a method with nothing to turn off.
+    """
+    cls = get(name).config
+    learning = bool(placer.train.get("learning", True))
+    if has_learning(name):
+        return cls(learning=learning)
+    if not learning:
+        learners = ", ".join(m for m in METHODS if has_learning(m))
+        raise InputError(f"--config.placer.train.learning=False: {name} learns nothing (these do: {learners})")
+    return cls()
+
+
+def has_learning(name: str) -> bool:
+    """Whether method `name` has a learning-off ablation (a `learning` field in its config)."""
+    return "learning" in {f.name for f in dataclasses.fields(get(name).config)}
+
+
+def build(name: str, setup: Setup):
+    """The learner of method `name` built from `setup`, configured by `config_for(name, setup.placer)`."""
+    return get(name).learner(setup, config_for(name, setup.placer))
+
+
 def uses_warm_start(name: str) -> bool:
     """Whether the method `name` starts from the warm start's baseline."""
-    cls = get(name)
-    return bool(getattr(getattr(cls, "func", cls), "uses_warm_start", False))
+    return bool(getattr(get(name).learner, "uses_warm_start", False))
 
 
 def init_from(name: str) -> str | None:
-    """What `--init_from` names for the method `name`: "policy" (a placer-pretrain folder), the method whose
-    workdir it reads, or None (the method starts from nothing learned)."""
-    cls = get(name)
-    return getattr(getattr(cls, "func", cls), "init_from", None)
+    """What `--init_from` names for the method `name`: "policy" (a placer-pretrain folder) or None (the method
+    starts from nothing learned)."""
+    return getattr(get(name).learner, "init_from", None)
 
 
 def policy_methods() -> list[str]:

@@ -138,23 +138,8 @@ class Loop:
         beat = Heartbeat(enabled=not progress, log=lambda line: print(line, flush=True))
         while not self._done(limits, started):
             left = limits.placements - self.placements if limits.placements else 1 << 30
-            tl = time.perf_counter()
-            devices = np.asarray(self.learner.propose(left))[:left]
-            tb = time.perf_counter()
-            self.learner_seconds += tb - tl
-            placements = [self.problem.placement(d) for d in devices]
-            self.build_seconds += time.perf_counter() - tb
             before = self.placements
-            results = self.measurer.measure(placements)
-            tl = time.perf_counter()
-            stats = self.learner.observe(devices, results)
-            self.learner_seconds += time.perf_counter() - tl
-            if self.first_round is None:
-                self.first_round = (self.learner_seconds, self.placements - before)
-            self.rounds += 1
-            for d, m in zip(devices, results, strict=True):
-                if m.ok and not m.flagged:
-                    self._note(m.step_time, d, t0)
+            stats, _, _ = self.round(left, t0)
             bar.update(self.placements - before)
             bar.set_postfix(best=fmt.seconds(self.best_t))
             if self.rounds % self.every == 0:
@@ -165,6 +150,32 @@ class Loop:
         bar.close()
         self.save(t0)
         return stats
+
+    def round(self, limit: int, t0: float) -> tuple[dict, np.ndarray, list]:
+        """One round: the method proposes at most `limit` placements, they are measured, the method observes
+        them and the best is kept. `t0` is the wall time (time.time()) the best-so-far curve counts from.
+
+        Returns:
+          (the method's statistics, [k, G] the devices measured, their k Measurements).
+        """
+        tl = time.perf_counter()
+        devices = np.asarray(self.learner.propose(limit))[:limit]
+        tb = time.perf_counter()
+        self.learner_seconds += tb - tl
+        placements = [self.problem.placement(d) for d in devices]
+        self.build_seconds += time.perf_counter() - tb
+        before = self.placements
+        results = self.measurer.measure(placements)
+        tl = time.perf_counter()
+        stats = self.learner.observe(devices, results)
+        self.learner_seconds += time.perf_counter() - tl
+        if self.first_round is None:
+            self.first_round = (self.learner_seconds, self.placements - before)
+        self.rounds += 1
+        for d, m in zip(devices, results, strict=True):
+            if m.ok and not m.flagged:
+                self._note(m.step_time, d, t0)
+        return stats, devices, results
 
     def _done(self, limits: Limits, t0: float) -> bool:
         return bool(

@@ -19,11 +19,19 @@ from placer.core import atomic, fmt
 from placer.core.errors import InputError
 from placer.measure import bounds
 from placer.measure import registry as measure_registry
-from placer.rl import encoders, methods, search_loop, transfer_lib
+from placer.rl import encoders, learn_anneal, methods, search_loop, transfer_lib
 from placer.rl import learner as learner_lib
 from placer.rl import problem as problem_lib
 from placer.rl.learn_seq2seq import apply_warm_start  # noqa: F401 (the warm start's home before the methods)
 from placer.rl.reinforce import seed_everything
+
+
+def has_saved_state(workdir: str) -> bool:
+    """Whether `workdir` holds a method's checkpoint: the seq2seq policy's TensorFlow checkpoint, or the
+    learner.json of the methods that keep their state in numpy."""
+    return any(
+        os.path.exists(os.path.join(workdir, *f)) for f in (("checkpoints", "checkpoint"), (learn_anneal.STATE,))
+    )
 
 
 def check_fresh_workdir(workdir: str, resume: bool, log=print) -> bool:
@@ -33,9 +41,8 @@ def check_fresh_workdir(workdir: str, resume: bool, log=print) -> bool:
     first checkpoint) holds nothing to continue: it is started over, and said
     so, with or without `resume`.
     """
-    has_run = os.path.exists(os.path.join(workdir, "run.json"))
-    has_checkpoint = os.path.exists(os.path.join(workdir, "checkpoints", "checkpoint"))
-    if not has_checkpoint:
+    has_run = any(os.path.exists(os.path.join(workdir, f)) for f in ("run.json", search_loop.STATE))
+    if not has_saved_state(workdir):
         if has_run or resume:
             log(f"{workdir}: no checkpoint to continue from; starting over")
         return False
@@ -88,7 +95,7 @@ def run(
     limits = search_loop.Limits(rounds=steps, placements=max_placements, seconds=max_seconds)
     limits.check()
     name = config.placer.train.get("method", methods.DEFAULT)
-    method = methods.get(name)
+    methods.config_for(name, config.placer)  # an unknown method or learning=False without learning: before any work
     if init_from is not None and methods.init_from(name) is None:
         takers = ", ".join(m for m in methods.names() if methods.init_from(m))
         raise InputError(f"--init_from: method {name} starts from nothing learned (these can: {takers})")
@@ -123,7 +130,7 @@ def run(
         init_from=init_from, source=source, log=log,
     )  # fmt: skip
     loop = search_loop.Loop(
-        method(setup), problem, measurer, workdir, placer.train.checkpoint_every,
+        methods.build(name, setup), problem, measurer, workdir, placer.train.checkpoint_every,
         {"method": "rl", "learner": name, "cluster": cluster.name, "measure": config.measure, "level": level},
     )  # fmt: skip
     start = loop.restore() if resume else 0

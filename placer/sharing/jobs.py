@@ -38,7 +38,7 @@ class JobSpec:
       graph_path: graph JSON file, or None (exactly one of the two is set).
       cluster: cluster preset name or JSON path.
       arrival_s: seconds after the start of the run at which the search starts.
-      steps: REINFORCE iterations the search runs (then it is finished).
+      steps: iterations the search runs (then it is finished; sooner if its method finishes).
       seed: seeds the policy weights and the sampling.
       max_slots: most slots (= placements measured per iteration) it can use.
       config: the full model config (with `placer`, `cluster`, `measure`), overrides applied.
@@ -229,6 +229,10 @@ def _blank():
 
 def _override(where: str, value, default):
     """Checks an override against the type of the field's default."""
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise InputError(f"{where}: must be a string, got {value!r}")
+        return value
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise InputError(f"{where}: must be true or false, got {value!r}")

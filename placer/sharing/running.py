@@ -1,12 +1,13 @@
-"""One search of `placer-search` as it runs: its trainer, thread, slots, SLAQ state and curve.
+"""One search of `placer-search` as it runs: its method, thread, slots, SLAQ state and curve.
 
-A search holding k slots samples k placements per iteration (its REINFORCE
-batch) and measures them in parallel, one per slot, through the engine; each
-iteration reports its loss to its SLAQ JobState. After every iteration the
-search writes its curve (STATE_FILE) and then its trainer's checkpoint, so
-a run killed at any moment resumes (`resume=True`) from the last checkpoint:
-the curve is cut back to the checkpoint's step and no finished iteration is
-run again.
+A search runs the method its job names (placer.rl.methods, default seq2seq).
+Holding k slots, it asks its method for k placements per iteration (for
+seq2seq, its REINFORCE batch) and measures them in parallel, one per slot,
+through the engine; each iteration reports its loss to its SLAQ JobState.
+After every iteration the search writes its curve (STATE_FILE) and then its
+method's checkpoint, so a run killed at any moment resumes (`resume=True`)
+from the last checkpoint: the curve is cut back to the checkpoint's round
+and no finished iteration is run again.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import numpy as np
 
 from placer.core import atomic
 from placer.core.errors import InputError, one_line
-from placer.rl import rl_math
-from placer.rl.reinforce import Trainer, seed_everything
+from placer.rl import methods, rl_math, search_loop, train_lib
+from placer.rl.learner import Setup
+from placer.rl.reinforce import seed_everything
 from placer.sharing import report as search_report
 from placer.sharing.report import JobCurve
 from placer.sharing.slaq_state import JobState
@@ -30,17 +32,15 @@ STATE_FILE = "sharing_state.json"  # in the search's trainer folder
 
 
 class SlotMeasurer:
-    """The trainer's measurer: the job's placements go to the engine, on the job's slots."""
+    """The method's measurer: the job's placements go to the engine, on the job's slots."""
 
     def __init__(self, engine, job_id: str):
         self.engine = engine
         self.job_id = job_id
         self.slots: list[int] = []
-        self.last: list = []
 
     def measure(self, placements):
-        self.last = self.engine.measure(self.job_id, placements, self.slots)
-        return self.last
+        return self.engine.measure(self.job_id, placements, self.slots)
 
 
 def since(t0) -> float:
@@ -49,7 +49,7 @@ def since(t0) -> float:
 
 
 class Search:
-    """One running search: its trainer, thread, slots, SLAQ state and curve.
+    """One running search: its method (a placer.rl.learner.Learner), thread, slots, SLAQ state and curve.
 
     In lockstep (`lockstep_s` > 0) the search runs one iteration per turn the
     run grants (`turns`), each counted as `lockstep_s` seconds, so what it does
@@ -80,7 +80,9 @@ class Search:
         self.stop = False
         self.thread: threading.Thread | None = None
         self.measurer = SlotMeasurer(engine, self.name)
-        self.trainer: Trainer | None = None
+        self.method = prep.spec.config.placer.train.get("method", methods.DEFAULT)
+        self.loop: search_loop.Loop | None = None  # drives the method: measures, keeps the best, checkpoints
+        self.wall0 = time.time()  # what the loop's best-so-far curve counts wall seconds from
         self.lockstep_s = 0.0
         self.turns = 0  # iterations granted and not yet finished (lockstep)
 
@@ -100,30 +102,32 @@ class Search:
             # The policy's layers without a seed of their own draw from the global generators: seeded
             # here, in the run's thread, one search at a time, so its weights depend on its seed alone.
             seed_everything(spec.seed)
-            self.trainer = Trainer(
-                self.prep.problem,
-                self.measurer,
-                spec.config.placer,
-                self.workdir,
-                seed=spec.seed,
-                metadata={"cluster": self.prep.cluster.name, "measure": self.prep.measure},
-            )
+            counting = search_loop.CountingMeasurer(self.measurer)
+            setup = Setup(
+                self.prep.problem, self.prep.groups, self.prep.cluster, spec.config.placer, counting,
+                self.workdir, seed=spec.seed, budget=spec.steps * spec.max_slots, source=spec.name,
+            )  # fmt: skip
+            meta = {"method": "rl", "learner": self.method, "cluster": self.prep.cluster.name}
+            self.loop = search_loop.Loop(
+                methods.build(self.method, setup), self.prep.problem, counting, self.workdir, 1,
+                {**meta, "measure": self.prep.measure},
+            )  # fmt: skip
         except Exception as e:  # noqa: BLE001 (a search that raises fails alone)
             self._finish(t0, "failed", one_line(e))
             return
         first = self._restore() if self.resume else 0
-        if first >= spec.steps:
+        if first >= spec.steps or (first and self.loop.learner.finished()):
             self._finish(t0, "done")
             return
         self.thread = threading.Thread(target=self._loop, args=(t0, first), daemon=True, name=f"search-{self.name}")
         self.thread.start()
 
     def _restore(self) -> int:
-        """Continues from the trainer's latest checkpoint and the curve up to its step; 0 if none."""
+        """Continues from the method's latest checkpoint and the curve up to its round; 0 if none."""
         path = os.path.join(self.workdir, STATE_FILE)
-        if self.trainer.manager.latest_checkpoint is None or not os.path.exists(path):
+        if not train_lib.has_saved_state(self.workdir) or not os.path.exists(path):
             return 0
-        step = self.trainer.restore()  # also drops the history the checkpoint does not hold
+        step = self.loop.restore()  # the method's state and the loop's (for seq2seq, its history cut back too)
         try:
             with open(path) as f:
                 saved = json.load(f)
@@ -151,43 +155,50 @@ class Search:
                 self.lock.wait(0.5)
             return None if self.stop else list(self.slots)
 
+    def _iteration(self, slots: list[int]) -> tuple[float, float]:
+        """One round of the loop on `slots`; returns (loss for the allocator, best step time s so far)."""
+        tc = self.prep.spec.config.placer.train
+        tc.samples_per_step = len(slots)  # the seq2seq policy's batch
+        self.measurer.slots = slots
+        stats, _, res = self.loop.round(len(slots), self.wall0)
+        times = np.array([m.step_time for m in res], dtype=np.float64)
+        failed = np.array([not m.ok for m in res])
+        mean_loss = float(-np.mean(rl_math.rewards(times, failed, tc.failing_step_time)))
+        baseline = stats.get("baseline")  # REINFORCE's moving average; the other methods have none
+        baseline = None if baseline is None else float(baseline)
+        best = float(self.loop.best_t)
+        return search_report.search_loss(self.loss_kind, mean_loss, best, baseline), best
+
     def _loop(self, t0: float, first: int) -> None:
-        tc = self.trainer.tc
         try:
             for it in range(first, self.prep.spec.steps):
                 slots = self._wait_slots()
                 if slots is None:
                     break
-                tc.samples_per_step = len(slots)
-                self.measurer.slots = slots
                 start = time.monotonic()
-                stats = self.trainer.train_step()
+                loss, best = self._iteration(slots)
                 secs = self.lockstep_s or time.monotonic() - start
-                res = self.measurer.last
-                times = np.array([m.step_time for m in res], dtype=np.float64)
-                failed = np.array([not m.ok for m in res])
-                mean_loss = float(-np.mean(rl_math.rewards(times, failed, tc.failing_step_time)))
-                loss = search_report.search_loss(
-                    self.loss_kind, mean_loss, float(stats["best_step_time"]), float(stats["baseline"])
-                )
                 with self.lock:
                     # Iteration 0 carries the TF tracing time: no runtime observation.
                     self.state.report(it, loss, None if it == 0 else secs, len(slots))
                     c = self.curve
                     c.times.append(since(t0))
                     c.losses.append(loss)
-                    c.best.append(float(stats["best_step_time"]))
+                    c.best.append(best)
                     c.slots.append(len(slots))
                     c.seconds.append(secs)
                 # Curve first, then checkpoint: a kill in between only cuts the curve back on resume.
                 self._save_curve()
-                self.trainer.save()
+                self.loop.save(self.wall0)  # the loop's state, the method's checkpoint, best_placement.json
+                last = it + 1 == self.prep.spec.steps or self.loop.learner.finished()
                 if self.lockstep_s > 0:
-                    if it + 1 == self.prep.spec.steps:  # done before its turn ends: the next epoch knows
+                    if last:  # done before its turn ends: the next epoch knows
                         self._finish(t0, "done")
                     with self.lock:
                         self.turns -= 1
                         self.lock.notify_all()
+                if last:
+                    break
             if self.stop and len(self.curve.losses) < self.prep.spec.steps:
                 return
             if self.curve.status == "running":

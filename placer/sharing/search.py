@@ -1,14 +1,16 @@
 """Concurrent placement searches sharing a pool of measurement slots (SLAQ).
 
 Zhang et al., "SLAQ: Quality-Driven Scheduling for Distributed Machine
-Learning" (SoCC 2017), applied to the RL placer of Mirhoseini et al. (ICML
-2017): every search of a jobs file runs REINFORCE in its own thread; every
+Learning" (SoCC 2017), applied to placement searches: every search of a jobs
+file runs its method (placer.rl.methods: the paper's REINFORCE by default,
+or any other, e.g. `"method": "annealing_warm"`) in its own thread; every
 epoch the allocator (SLAQ or fair share) reassigns the pool's slots. A search
-holding k slots samples k placements per iteration (its REINFORCE batch) and
-measures them in parallel, one per slot, through the engine (threads here, or
-Ray actors on several machines); each iteration reports its loss (by default
-REINFORCE's moving-average baseline, a smoothed mean sqrt step time; see
-report.search_loss and report.DEFAULT_LOSS) to its SLAQ JobState. A search without
+holding k slots measures k placements per iteration in parallel, one per
+slot, through the engine (threads here, or Ray actors on several machines);
+each iteration reports its loss (by default REINFORCE's moving-average
+baseline, a smoothed mean sqrt step time, and for the other methods the mean
+sqrt step time of the iteration; see report.search_loss and
+report.DEFAULT_LOSS) to its SLAQ JobState. A search without
 slots waits. A search that raises is marked failed and its slots go back to
 the pool at once.
 """
@@ -49,6 +51,7 @@ class Prepared:
     graph: object = None
     cluster: object = None
     problem: object = None
+    groups: object = None
     error: str = ""
     model: bytes | None = None
     measure: str = "sim"
@@ -70,13 +73,16 @@ def prepare(work: Workload, *, measure: str = "sim", log: Callable = print) -> l
       InputError: a job's graph or cluster cannot be used, or it has no model
         for a TF backend; the message names the job.
     """
+    from placer.rl import methods
     from placer.rl import problem as problem_lib
     from placer.sharing import jobs as jobs_lib
 
     jobs_lib.check_measure(work, measure)
     out = []
     for spec in work.jobs:
+        method = spec.config.placer.train.get("method", methods.DEFAULT)
         try:
+            methods.config_for(method, spec.config.placer)  # a known method, learning off only where it learns
             cluster = local_cluster.load(spec.cluster)
             loaded = pipeline.load_graph(
                 cluster,
@@ -94,9 +100,10 @@ def prepare(work: Workload, *, measure: str = "sim", log: Callable = print) -> l
             continue
         log(
             f"{spec.name}: {loaded.graph.name}, {loaded.graph.num_ops} ops, {groups.num_groups} groups, "
-            f"{cluster.num_devices} devices ({cluster.name}), arrives at {spec.arrival_s:g} s, {spec.steps} steps from scratch (no warm start)"
+            f"{cluster.num_devices} devices ({cluster.name}), arrives at {spec.arrival_s:g} s, {method}, "
+            f"{spec.steps} steps from scratch (no warm start)"
         )
-        out.append(Prepared(spec, loaded.graph, cluster, problem, model=model, measure=measure))
+        out.append(Prepared(spec, loaded.graph, cluster, problem, groups, model=model, measure=measure))
     return out
 
 

@@ -43,18 +43,19 @@ def write_workload(folder, *, steps=5, arrivals=(0.0, 0.0, 0.2), job_fields="", 
       folder: where the files go.
       steps: policy steps per search.
       arrivals: [3] arrival time of each search, seconds after the start.
-      job_fields: extra `job(...)` keyword arguments, text starting with ", ".
+      job_fields: extra `job(...)` keyword arguments, text starting with ", "; or [3] such texts, one per job.
       top_fields: a statement setting top-level fields of the config (`c.x = ...`).
 
     Returns:
       The jobs file's path.
     """
     lines = []
+    per_job = [job_fields] * 3 if isinstance(job_fields, str) else list(job_fields)
     for i, (chains, length) in enumerate([(2, 3), (3, 2), (2, 2)]):
         p = os.path.join(str(folder), f"g{i}.graph.json")
         graph_io.save(chains_graph(f"g{i}", chains, length, 0.01 * (i + 1)), p)
         lines.append(
-            f"        job(name='s{i}', graph={p!r}, arrival_s={arrivals[i]}, steps={steps}, seed={i}{job_fields}),"
+            f"        job(name='s{i}', graph={p!r}, arrival_s={arrivals[i]}, steps={steps}, seed={i}{per_job[i]}),"
         )
     text = (
         textwrap.dedent("""\

@@ -7,6 +7,7 @@ from baselines import registry
 from placer.core.errors import InputError
 from placer.measure.simulator import Simulator
 from tests.baselines.helpers import check_legal, make_cluster, make_graph
+from tests.hand_graphs import two_chains
 
 
 class Counting:
@@ -20,20 +21,9 @@ class Counting:
         return self.inner.measure(placements)
 
 
-def two_chains(length: int = 3):
-    """Two independent chains of `length` ops, 1 s each on a GPU, no bytes sent.
-
-    One GPU runs all 2 x length ops one after another (2 x length s); the
-    best placements run one chain per GPU side by side (length s).
-    """
-    ops = [f"{c}{i}" for c in "ab" for i in range(length)]
-    edges = [(f"{c}{i}", f"{c}{i + 1}", 0) for c in "ab" for i in range(length - 1)]
-    return make_graph(ops, edges)
-
-
 @pytest.mark.parametrize("name", ["random_search", "local_search"])
 def test_search_finds_the_split_within_its_budget(name):
-    g, cl = two_chains(), make_cluster(2, cpu=False)
+    g, cl = two_chains(cpu_seconds=10.0), make_cluster(2, cpu=False)
     m = Counting(Simulator(g, cl))
     single = Simulator(g, cl).measure([registry.place("single_gpu", g, cl)])[0].step_time
     p = registry.place(name, g, cl, seed=0, measurer=m, budget=48)
@@ -47,7 +37,7 @@ def test_search_finds_the_split_within_its_budget(name):
 
 @pytest.mark.parametrize("name", sorted(registry.MEASURED))
 def test_search_without_a_measurer_or_budget_fails_in_one_line(name):
-    g, cl = two_chains(), make_cluster(2)
+    g, cl = two_chains(cpu_seconds=10.0), make_cluster(2)
     with pytest.raises(InputError, match="needs a measurer"):
         registry.place(name, g, cl)
     with pytest.raises(InputError, match="budget"):
@@ -55,7 +45,7 @@ def test_search_without_a_measurer_or_budget_fails_in_one_line(name):
 
 
 def test_same_seed_same_result():
-    g, cl = two_chains(4), make_cluster(2)
+    g, cl = two_chains(4, cpu_seconds=10.0), make_cluster(2)
     a = registry.place("local_search", g, cl, seed=3, measurer=Simulator(g, cl), budget=20)
     b = registry.place("local_search", g, cl, seed=3, measurer=Simulator(g, cl), budget=20)
     np.testing.assert_array_equal(a.devices, b.devices)

@@ -5,14 +5,13 @@ import numpy as np
 from placer.core import grouping as grouping_lib
 from placer.core.grouping import Grouping, contract_runs, depth_first_order
 from placer.core.op_graph import OpGraph
+from tests import hand_graphs
 from tests.core.test_grouping import check_invariants, groups_by_name
 
 
 def two_chains(colocation=None) -> OpGraph:
     """Chains a0 -> a1 -> a2 -> a3 and b0 -> ... -> b3, ops numbered layer by layer (a0, b0, a1, b1, ...)."""
-    names = [f"{c}{i}" for i in range(4) for c in "ab"]
-    edges = [(f"{c}{i}", f"{c}{i + 1}", 8) for c in "ab" for i in range(3)]
-    return OpGraph.create("chains", names, ["MatMul"] * 8, edges, colocation=colocation)
+    return hand_graphs.two_chains(4, edge_bytes=8, layered=True, colocation=colocation, name="chains")
 
 
 def test_depth_first_order_follows_the_chains_not_the_layers():

@@ -7,12 +7,13 @@ import pytest
 from placer.core.measurement import Measurement
 from placer.core.op_graph import OpGraph
 from placer.rl import learn_adaptive
-from tests.rl.test_learners import cpu_and_gpus, drive, parts_graph, setup_for
+from tests.hand_graphs import cpu_and_gpus, parts_graph
+from tests.rl.test_learners import drive, setup_for
 
 
 def learner_on(graph, cluster, workdir, **kw):
     setup = setup_for(graph, cluster, "ce_or_annealing", str(workdir), budget=2000)
-    return learn_adaptive.CrossEntropyOrAnnealing(setup, **kw), setup
+    return learn_adaptive.CrossEntropyOrAnnealing(setup, learn_adaptive.Config(**kw)), setup
 
 
 def even_parts(n: int) -> OpGraph:

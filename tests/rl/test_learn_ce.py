@@ -6,12 +6,13 @@ import pytest
 from placer.core.errors import InputError
 from placer.core.measurement import Measurement
 from placer.rl import learn_ce
-from tests.rl.test_learners import cpu_and_gpus, drive, parts_graph, setup_for
+from tests.hand_graphs import cpu_and_gpus, parts_graph
+from tests.rl.test_learners import drive, setup_for
 
 
 def learner_on(graph, cluster, workdir, seed=0, **kw):
     setup = setup_for(graph, cluster, "cross_entropy", str(workdir), seed=seed)
-    return learn_ce.CrossEntropy(setup, **kw), setup
+    return learn_ce.CrossEntropy(setup, learn_ce.Config(**kw)), setup
 
 
 def test_update_moves_toward_the_elite_kept_across_rounds(tmp_path):

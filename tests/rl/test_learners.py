@@ -1,5 +1,5 @@
-"""The learner interface: every registered method stops at --max_placements, counts all it measures, and
-the learned annealing methods learn (on hand-built graphs whose answers are worked out below)."""
+"""The learner interface: every registered method stops at --max_placements and counts all it measures; the
+registry builds each method with its config; annealing is the baseline's (on hand-built graphs)."""
 
 import json
 import os
@@ -10,34 +10,14 @@ import pytest
 from configs import common
 from placer.core import cluster as cluster_lib
 from placer.core import io as graph_io
-from placer.core.cluster import Device
 from placer.core.errors import InputError
-from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
 from placer.measure.simulator import Simulator
-from placer.rl import learn_anneal, learner, methods, train_lib
+from placer.rl import learn_anneal, learn_ce, learner, methods, train_lib
 from placer.rl import problem as problem_lib
 from tests import binaries
 from tests.cli import ROOT
-from tests.rl.chains import MB, two_chains, write_gpu_cluster
-
-
-def parts_graph(n: int = 12) -> OpGraph:
-    """n independent ops costing 1, 2, ..., n s on a GPU and 100x that on the CPU, no edges."""
-    costs = np.arange(1, n + 1, dtype=float)
-    return OpGraph.create(
-        f"parts{n}",
-        [f"op{i}" for i in range(n)],
-        ["Op"] * n,
-        [],
-        device_types=("CPU", "GPU"),
-        compute_cost=np.stack([100 * costs, costs], axis=1),
-    )
-
-
-def cpu_and_gpus(gpus: int = 3):
-    devs = [Device("/device:CPU:0", "CPU", 10**10)] + [Device(f"/device:GPU:{i}", "GPU", 10**10) for i in range(gpus)]
-    return cluster_lib.make("cpu_gpus", devs, bandwidth=1e9, latency=0.0)
+from tests.hand_graphs import MB, cpu_and_gpus, parts_graph, two_chains, write_gpu_cluster
 
 
 def setup_for(graph, cluster, method: str, workdir: str, budget: int = 400, seed: int = 0) -> learner.Setup:
@@ -62,7 +42,7 @@ def drive(method_obj, setup, rounds: int):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("learners")
-    graph_io.save(two_chains(100 * MB, np.ones(6)), str(d / "g.graph.json"))
+    graph_io.save(two_chains(edge_bytes=100 * MB, gpu_seconds=np.ones(6)), str(d / "g.graph.json"))
     write_gpu_cluster(d / "gpus.json", "gpus", 16 << 30)
     return d
 
@@ -97,56 +77,37 @@ def run_cli(argv) -> int:
     return binaries.call("placer.train_main", "--noprogress", *argv)
 
 
-def test_cli_method_switch_and_max_placements(files, tmp_path):
+def test_cli_method_switch_learning_off_and_max_placements(files, tmp_path):
     config = f"--config={os.path.join(ROOT, 'configs', 'common.py')}"
     common_args = [config, f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}"]
-    code = run_cli([*common_args, f"--workdir={tmp_path / 'a'}", "--max_placements=50",
-                    "--config.placer.train.method=learned_moves"])  # fmt: skip
-    assert code == 0
+    off = ["--config.placer.train.method=cross_entropy", "--config.placer.train.learning=False"]
+    assert run_cli([*common_args, f"--workdir={tmp_path / 'a'}", "--max_placements=50", *off]) == 0
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
-    assert summary["method"] == "learned_moves" and summary["placements"] == 50
+    assert summary["method"] == "cross_entropy" and summary["placements"] == 50 and summary["learning"] is False
     # Resuming a finished search measures nothing more; asking for more continues to the new limit.
-    assert run_cli([*common_args, f"--workdir={tmp_path / 'a'}", "--max_placements=80", "--resume",
-                    "--config.placer.train.method=learned_moves"]) == 0  # fmt: skip
+    assert run_cli([*common_args, f"--workdir={tmp_path / 'a'}", "--max_placements=80", "--resume", *off]) == 0
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["placements"] == 80
+    # The saved state is learning off's: resuming it with learning on is refused.
+    on = off[:1]
+    assert run_cli([*common_args, f"--workdir={tmp_path / 'a'}", "--max_placements=90", "--resume", *on]) == 2
     assert run_cli([*common_args, f"--workdir={tmp_path / 'b'}", "--config.placer.train.method=nope"]) == 2
     assert run_cli([*common_args, f"--workdir={tmp_path / 'c'}", "--max_placements=-1"]) == 2
+    # Annealing learns nothing: turning its learning off is refused before any work.
+    nothing = ["--config.placer.train.method=annealing", "--config.placer.train.learning=False"]
+    assert run_cli([*common_args, f"--workdir={tmp_path / 'd'}", "--max_placements=50", *nothing]) == 2
+    assert not (tmp_path / "d" / "summary.json").exists()
 
 
-def test_learned_moves_stop_proposing_the_cpu(tmp_path):
-    """On 12 independent ops from single_gpu (GPU:0), a move to the CPU costs 100x its GPU time and never
-    helps, and a move to another GPU does whenever GPU:0 is the busiest: the learned proposals must send
-    fewer moves to the CPU than uniform ones, which pick it for 1 of a class's 3 other devices (1/3)."""
+def test_registry_builds_each_method_with_its_config(tmp_path):
     graph, cluster = parts_graph(), cpu_and_gpus()
-    shares = {}
-    for method in ("learned_moves", "learned_moves_off"):
-        setup = setup_for(graph, cluster, method, str(tmp_path / method))
-        obj = methods.get(method)(setup)
-        drive(obj, setup, 20)
-        cur = obj.anneal.cur
-        cand = obj.model.sample(np.random.default_rng(5), cur, 3000)
-        moved = cand != cur[None]
-        shares[method] = float((cand[moved] == 0).mean())
-    assert shares["learned_moves_off"] == pytest.approx(1 / 3, abs=0.03)
-    # With the uniform mixture weight 0.25 the floor is 0.25 x 1/3; learning must take most of the way there.
-    assert shares["learned_moves"] < 0.2
-
-
-def test_cost_model_screens_out_worse_neighbours(tmp_path):
-    """12 independent ops: the step time is the busiest device's load, which the features hold exactly, so
-    after fitting, the screened neighbours of the same placement measure faster on average than uniform ones."""
-    graph, cluster = parts_graph(), cpu_and_gpus()
-    means = {}
-    for method in ("cost_model", "cost_model_off"):
-        setup = setup_for(graph, cluster, method, str(tmp_path / method))
-        obj = methods.get(method)(setup)
-        drive(obj, setup, 10)
-        assert obj.model.fitted == (method == "cost_model")
-        obj.anneal.temp = 1e-3  # the end of the schedule: the screen picks the predicted best
-        cand = obj.moves(np.random.default_rng(1), obj.anneal.cur, 16)
-        t = [m.step_time for m in Simulator(graph, cluster).measure([obj.space.placement(c, "x") for c in cand])]
-        means[method] = float(np.mean(t))
-    assert means["cost_model"] < means["cost_model_off"]
+    setup = setup_for(graph, cluster, "cross_entropy", str(tmp_path))
+    assert methods.build("cross_entropy", setup).learning is True
+    setup.placer.train.learning = False
+    lrn = methods.build("cross_entropy", setup)
+    assert lrn.learning is False and lrn.population == learn_ce.Config().population
+    assert methods.has_learning("ce_or_annealing") and not methods.has_learning("annealing")
+    with pytest.raises(InputError, match="annealing learns nothing"):
+        methods.build("annealing", setup)
 
 
 def test_loop_times_the_method_apart_from_measuring(tmp_path):
@@ -158,7 +119,7 @@ def test_loop_times_the_method_apart_from_measuring(tmp_path):
             time.sleep(0.3)
             return super().measure(placements)
 
-    class SlowAnnealing(learn_anneal.Plain):
+    class SlowAnnealing(learn_anneal.Annealing):
         def propose(self, limit):
             time.sleep(0.02 if self.anneal.done else 0.5)  # the first round pays once, as tracing does
             return super().propose(limit)
@@ -206,32 +167,10 @@ def test_annealing_learner_is_baselines_local_search(tmp_path):
 
     graph, cluster = parts_graph(), cpu_and_gpus()
     setup = setup_for(graph, cluster, "annealing", str(tmp_path), budget=200, seed=3)
-    obj = learn_anneal.Plain(setup)
+    obj = learn_anneal.Annealing(setup)
     while not obj.finished():
         drive(obj, setup, 1)
     ref = search.place_local_search(graph, cluster, seed=3, measurer=Simulator(graph, cluster), budget=200,
                                     groups=setup.groups)  # fmt: skip
     assert obj.anneal.best_t == pytest.approx(ref.metadata["step_time"])
     np.testing.assert_array_equal(obj.space.placement(obj.anneal.best, "x").devices, ref.devices)
-
-
-def test_move_weights_learned_on_a_small_graph_help_on_a_larger_one(tmp_path):
-    """Weights learned by learned_moves on 12 independent ops transfer to 24: every move to the CPU costs 100x the
-    op's GPU time (op k: 100k s), so the first rounds on the larger graph measure faster on average when the
-    proposals start from what was learned (CPU moves rarer) than from uniform ones (a third of them on the CPU)."""
-    cluster = cpu_and_gpus()
-    small = setup_for(parts_graph(12), cluster, "learned_moves", str(tmp_path / "small"), budget=400)
-    trained = methods.get("learned_moves")(small)
-    drive(trained, small, 24)
-    trained.save()
-    means = {}
-    for name, init in (("pretrained", str(tmp_path / "small")), ("untrained", None)):
-        setup = setup_for(parts_graph(24), cluster, "learned_moves", str(tmp_path / name), budget=400, seed=1)
-        setup.init_from = init
-        rounds = drive(methods.get("learned_moves")(setup), setup, 4)
-        means[name] = float(np.mean([t for r in rounds[1:] for t in r]))  # round 0 measures the start alone
-    assert means["pretrained"] < means["untrained"]
-    with pytest.raises(InputError, match="cannot read"):
-        bad = setup_for(parts_graph(24), cluster, "learned_moves", str(tmp_path / "bad"))
-        bad.init_from = str(tmp_path / "missing")
-        methods.get("learned_moves")(bad)

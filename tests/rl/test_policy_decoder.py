@@ -8,7 +8,8 @@ from placer.measure.simulator import Simulator
 from placer.rl import problem as problem_lib
 from placer.rl.policy import build_policy
 from placer.rl.reinforce import Trainer, seed_everything
-from tests.rl.test_reinforce import config, two_chains
+from tests.hand_graphs import chains_and_gpus
+from tests.rl.test_reinforce import config
 
 G, F, V, D = 5, 3, 4, 3
 
@@ -61,7 +62,7 @@ def test_step_by_step_sampling_and_the_batched_decoder_agree_on_the_greedy_place
 
 
 def test_an_update_raises_the_log_probability_of_a_rewarded_placement_without_retracing(tmp_path):
-    graph, cluster = two_chains()
+    graph, cluster = chains_and_gpus()
     c = config()
     c.train.learning_rate = 1e-3  # small steps: the first-order effect of the gradient decides the sign
     c.train.elite_fraction = 0.0  # only the policy-gradient term acts

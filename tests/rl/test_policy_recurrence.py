@@ -12,7 +12,8 @@ from placer.rl import encoders, recurrence
 from placer.rl import problem as problem_lib
 from placer.rl.policy import build_policy
 from placer.rl.reinforce import Trainer, seed_everything
-from tests.rl.test_reinforce import config, two_chains
+from tests.hand_graphs import chains_and_gpus
+from tests.rl.test_reinforce import config
 
 LN3 = math.log(3.0)  # sigmoid(ln 3) = 3/4, tanh(ln 3) = 8/10
 
@@ -81,7 +82,7 @@ def test_the_encoder_equals_the_keras_bidirectional_layer_it_holds():
 
 
 def _run(tmp_path, name):
-    graph, cluster = two_chains()
+    graph, cluster = chains_and_gpus()
     seed_everything(0)
     problem, _ = problem_lib.make_problem(graph, cluster, config())
     trainer = Trainer(problem, Simulator(graph, cluster), config(), str(tmp_path / name), seed=1)

@@ -9,37 +9,12 @@ import pytest
 from configs.common import placer_config  # noqa: E402
 from placer.core import cluster as cluster_lib  # noqa: E402
 from placer.core.errors import InputError  # noqa: E402
-from placer.core.op_graph import OpGraph  # noqa: E402
 from placer.core.placement import Placement  # noqa: E402
 from placer.measure.simulator import Simulator  # noqa: E402
 from placer.rl import problem as problem_lib  # noqa: E402
 from placer.rl import rl_math  # noqa: E402
 from placer.rl.reinforce import Trainer, seed_everything, use_xla  # noqa: E402
-
-MB = 1 << 20
-
-
-def two_chains(length=3):
-    """Two independent chains of 1-second ops whose edges cost 1 s to cross devices.
-
-    Best placement: one chain per GPU, step time `length` seconds; both on one
-    GPU takes 2 * length; any chain cut across devices pays a 1 s transfer.
-    """
-    names = [f"{c}{i}" for c in "ab" for i in range(length)]
-    edges = [(f"{c}{i}", f"{c}{i + 1}", 100 * MB) for c in "ab" for i in range(length - 1)]
-    cost = np.ones((len(names), 1))
-    graph = OpGraph.create(
-        "two_chains",
-        names,
-        ["MatMul"] * len(names),
-        edges,
-        output_bytes=[100 * MB] * len(names),
-        device_types=["GPU"],
-        compute_cost=cost,
-    )
-    gpu = [cluster_lib.Device(f"/device:GPU:{i}", "GPU", 16 << 30) for i in range(2)]
-    cluster = cluster_lib.make("two_gpus", gpu, bandwidth=100 * MB, latency=0.0)
-    return graph, cluster
+from tests.hand_graphs import MB, chains_and_gpus  # noqa: E402
 
 
 def config(steps_between_checkpoints=1000):
@@ -90,7 +65,7 @@ def test_self_imitation_memory_keeps_the_best_distinct_placements_by_hand():
 @pytest.mark.slow
 def test_training_from_scratch_finds_one_chain_per_device(tmp_path):
     seed_everything(0)  # as placer-train does: the weights must not depend on what ran before
-    graph, cluster = two_chains()
+    graph, cluster = chains_and_gpus()
     c = config()
     problem, groups = problem_lib.make_problem(graph, cluster, c)
     assert groups.num_groups == 6
@@ -118,7 +93,7 @@ def test_xla_compiles_the_update_of_large_problems_only():
 
 @pytest.mark.slow
 def test_the_xla_update_learns_the_same_placement_and_repeats_itself(tmp_path):
-    graph, cluster = two_chains()
+    graph, cluster = chains_and_gpus()
     c = config()
     c.train.jit_compile = "on"
     problem, _ = problem_lib.make_problem(graph, cluster, c)
@@ -136,7 +111,7 @@ def test_the_xla_update_learns_the_same_placement_and_repeats_itself(tmp_path):
 
 @pytest.mark.slow
 def test_warm_start_records_the_imitated_placement_at_step_0(tmp_path):
-    graph, cluster = two_chains()
+    graph, cluster = chains_and_gpus()
     c = config()
     problem, _ = problem_lib.make_problem(graph, cluster, c)
     trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path), seed=0)
@@ -156,7 +131,7 @@ class Interrupt(Exception):
 
 @pytest.mark.slow
 def test_resume_continues_from_saved_step_and_best_placement(tmp_path):
-    graph, cluster = two_chains()
+    graph, cluster = chains_and_gpus()
     c = config(steps_between_checkpoints=10)
     problem, _ = problem_lib.make_problem(graph, cluster, c)
     trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path), seed=1)
@@ -185,7 +160,7 @@ def test_resume_continues_from_saved_step_and_best_placement(tmp_path):
 
 @pytest.mark.slow
 def test_self_imitation_memory_holds_the_best_placements_measured_and_survives_a_restart(tmp_path):
-    graph, cluster = two_chains()
+    graph, cluster = chains_and_gpus()
     c = config(steps_between_checkpoints=5)
     c.train.elite_memory = 3
     problem, _ = problem_lib.make_problem(graph, cluster, c)
@@ -205,11 +180,11 @@ def test_self_imitation_memory_holds_the_best_placements_measured_and_survives_a
 
 @pytest.mark.slow
 def test_resume_refuses_another_graph(tmp_path):
-    graph, cluster = two_chains()
+    graph, cluster = chains_and_gpus()
     c = config(steps_between_checkpoints=5)
     problem, _ = problem_lib.make_problem(graph, cluster, c)
     Trainer(problem, Simulator(graph, cluster), c, str(tmp_path)).train(5, progress=False)
-    other, _ = two_chains(length=4)
+    other, _ = chains_and_gpus(length=4)
     problem2, _ = problem_lib.make_problem(other, cluster, c)
     before = sorted(os.listdir(tmp_path))
     with pytest.raises(InputError, match="fingerprint"):
@@ -219,7 +194,7 @@ def test_resume_refuses_another_graph(tmp_path):
 
 @pytest.mark.slow
 def test_every_sample_failing_ends_cleanly(tmp_path):
-    graph, _ = two_chains()
+    graph, _ = chains_and_gpus()
     tiny = [cluster_lib.Device(f"/device:GPU:{i}", "GPU", 1 * MB) for i in range(2)]
     cluster = cluster_lib.make("tiny_gpus", tiny, bandwidth=100 * MB)
     c = config()
@@ -254,7 +229,7 @@ class _FlagsA0OnSecondGpu:
 
 @pytest.mark.slow
 def test_flagged_measurements_never_become_the_best(tmp_path):
-    graph, cluster = two_chains()
+    graph, cluster = chains_and_gpus()
     c = config()
     problem, _ = problem_lib.make_problem(graph, cluster, c)
     measurer = _FlagsA0OnSecondGpu(graph, cluster)
@@ -271,7 +246,7 @@ def test_flagged_measurements_never_become_the_best(tmp_path):
 def test_warm_start_from_groups_that_mix_the_baselines_devices_records_what_it_imitates(tmp_path):
     from placer.rl import train_lib  # noqa: PLC0415
 
-    graph, cluster = two_chains()
+    graph, cluster = chains_and_gpus()
     c = config()
     c.grouping.merge_single_consumer = True
     c.grouping.target_groups = 2

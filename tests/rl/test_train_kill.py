@@ -19,7 +19,7 @@ import pytest
 from placer.core import io as graph_io
 from tests import binaries
 from tests.cli import ROOT
-from tests.rl.chains import MB, two_chains, write_gpu_cluster
+from tests.hand_graphs import MB, two_chains, write_gpu_cluster
 
 KILLS = 2
 FOREVER = 100000  # the killed runs' --steps: the kill always comes first
@@ -32,7 +32,7 @@ COLUMNS = ["step", "samples", "wall_seconds", "mean_step_time", "best_step_time"
 def files(tmp_path_factory):
     """Two chains of three ops with uneven costs, and a cluster of two GPUs."""
     d = tmp_path_factory.mktemp("kill")
-    graph = two_chains(10 * MB, [1.0, 2.0, 3.0, 3.0, 1.0, 2.0])
+    graph = two_chains(edge_bytes=10 * MB, gpu_seconds=[1.0, 2.0, 3.0, 3.0, 1.0, 2.0])
     graph_io.save(graph, str(d / "g.graph.json"))
     write_gpu_cluster(d / "gpus.json", "gpus")
     return d, graph

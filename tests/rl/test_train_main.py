@@ -14,7 +14,7 @@ import pytest
 from placer.core import io as graph_io
 from placer.core.op_graph import OpGraph
 from tests import binaries
-from tests.rl.chains import MB, two_chains, write_gpu_cluster
+from tests.hand_graphs import MB, two_chains, write_gpu_cluster
 
 pytestmark = pytest.mark.slow  # every test trains a policy (tens of seconds on 2 cores)
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # every test trains a policy (tens of seconds on 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("train")
-    graph = two_chains(100 * MB, np.ones(6))
+    graph = two_chains(edge_bytes=100 * MB, gpu_seconds=np.ones(6))
     graph_io.save(graph, str(d / "g.graph.json"))
     names = [f"{c}{i}" for c in "ab" for i in range(3)]
     edges = [(f"{c}{i}", f"{c}{i + 1}", 100 * MB) for c in "ab" for i in range(2)]

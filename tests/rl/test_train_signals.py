@@ -11,8 +11,8 @@ import signal
 import pytest
 
 from placer.core import io as graph_io
+from tests.hand_graphs import MB, two_chains, write_gpu_cluster
 from tests.inprocess import call
-from tests.rl.chains import MB, two_chains, write_gpu_cluster
 from tests.signal_run import interrupt, interrupt_here
 
 pytestmark = pytest.mark.slow
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 def files(tmp_path_factory):
     """Two chains of three ops with uneven costs, and a cluster of two GPUs."""
     d = tmp_path_factory.mktemp("signals")
-    graph_io.save(two_chains(10 * MB, [1.0, 2.0, 3.0, 3.0, 1.0, 2.0]), str(d / "g.graph.json"))
+    graph_io.save(two_chains(edge_bytes=10 * MB, gpu_seconds=[1.0, 2.0, 3.0, 3.0, 1.0, 2.0]), str(d / "g.graph.json"))
     write_gpu_cluster(d / "gpus.json", "gpus")
     return d
 

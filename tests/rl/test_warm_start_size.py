@@ -10,7 +10,7 @@ from placer.core import io as graph_io
 from placer.core.op_graph import OpGraph
 from placer.measure import registry as measure_registry
 from placer.rl import train_lib
-from tests.rl.chains import two_chains, write_gpu_cluster
+from tests.hand_graphs import two_chains, write_gpu_cluster
 
 
 class Recorder:
@@ -88,7 +88,7 @@ def test_best_baseline_measures_what_it_says(skip):
 
 @pytest.mark.slow  # trains one policy step (10 to 20 s on 2 cores)
 def test_train_above_the_threshold_skips_list_scheduling_and_takes_its_step(tmp_path):
-    graph_io.save(two_chains(1 << 20, np.ones(6)), str(tmp_path / "g.json"))
+    graph_io.save(two_chains(edge_bytes=1 << 20, gpu_seconds=np.ones(6)), str(tmp_path / "g.json"))
     write_gpu_cluster(tmp_path / "c.json", "gpus")
     config = common.get_config()
     config.cluster = str(tmp_path / "c.json")

@@ -9,8 +9,8 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
 
-from placer.measure.pool import MeasurerFactory  # noqa: E402
 from placer.measure.ray_pool import RayEngine  # noqa: E402
+from placer.measure.registry import MeasurerFactory  # noqa: E402
 from placer.sharing import jobs as search_jobs  # noqa: E402
 from placer.sharing import search  # noqa: E402
 from placer.testing.workloads import write_workload  # noqa: E402
