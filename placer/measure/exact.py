@@ -30,6 +30,7 @@ from placer.core.colocation import colocation_sets
 from placer.core.disjoint import DisjointSets
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
+from placer.core.placement import Placement
 from placer.measure import bounds, executor
 from placer.measure import schedule as sched
 from placer.measure.simulator import Simulator
@@ -183,6 +184,62 @@ def solve(
         tuple(watcher.seen),
         time.perf_counter() - t0,
     )
+
+
+def place(
+    graph: OpGraph,
+    cluster: Cluster,
+    *,
+    seed: int = 0,
+    op_group: Sequence[int] | None = None,
+    hints: Sequence[Sequence[int]] = (),
+    time_limit: float = 60.0,
+    workers: int = 1,
+    log: Callable[[str], None] | None = None,
+) -> tuple[Placement | None, Result]:
+    """Solves from the fastest simulated of `hints` and returns the best placement with the result.
+
+    Args:
+      graph, cluster, seed, op_group, time_limit, workers, log: as in `solve`.
+      hints: [n_ops] device arrays to start from (baselines, a short search); the one the simulator
+        finds fastest is the hint (one that splits a group is skipped at group level).
+
+    Returns:
+      (Placement or None when no solution was found, Result). The placement's metadata records
+      the method "exact", its simulated step time, model makespan, proven bound and its level,
+      the certified bound, the status and the solve's seconds.
+    """
+    grp = None if op_group is None else np.asarray(op_group, np.int64)
+    hint = _fastest(graph, cluster, grp, hints)
+    r = solve(graph, cluster, op_group=grp, hint=hint, time_limit=time_limit, workers=workers, seed=seed, log=log)
+    if r.devices is None:
+        return None, r
+    meta = {
+        "method": "exact",
+        "step_time": r.step_time,
+        "model_makespan": r.makespan,
+        "proven_bound": r.proven_bound,
+        "proven_level": r.level,
+        "certified_bound": r.certified_bound,
+        "status": r.status,
+        "solve_seconds": r.wall,
+        "seed": seed,
+    }
+    return Placement.from_ops(graph, r.devices, cluster.device_names, groups=grp, **meta), r
+
+
+def _fastest(graph: OpGraph, cluster: Cluster, grp, hints) -> np.ndarray | None:
+    """The hint of least simulated step time (placing each group whole at group level), or None."""
+    rows = [np.asarray(h, np.int64) for h in hints]
+    if grp is not None:
+        first = np.full(int(grp.max()) + 1, -1)
+        first[grp[::-1]] = np.arange(len(grp))[::-1]
+        rows = [r for r in rows if (r[first][grp] == r).all()]
+    if not rows:
+        return None
+    sim = Simulator(graph, cluster, op_group=grp)
+    steps = [m.step_time if m.ok else math.inf for m in sim.measure_devices(np.stack(rows))]
+    return rows[int(np.argmin(steps))] if np.isfinite(min(steps)) else None
 
 
 def _inputs(sim: Simulator, units, graph: OpGraph, grp) -> exact_model.Inputs:

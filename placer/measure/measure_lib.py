@@ -63,6 +63,28 @@ def report_lines(m: Measurement, graph: OpGraph, cluster: Cluster, kind: str, le
     return lines
 
 
+MODEL_TOLERANCE = 0.05  # an exact placement's step time this far from its model makespan is reported
+
+
+def exact_lines(placement: Placement, m: Measurement) -> list[str]:
+    """For a placement of the exact placer (placer.measure.exact): its model makespan and proven bound
+    beside the measured step time, and a line when the two differ by more than MODEL_TOLERANCE."""
+    meta = placement.metadata
+    if "model_makespan" not in meta:
+        return []
+    model = float(meta["model_makespan"])
+    lines = [
+        f"exact: model makespan {model:.4g} s, proven bound {float(meta.get('proven_bound', 0.0)):.4g} s "
+        f"({meta.get('proven_level', '?')} level, {meta.get('status', '?')})"
+    ]
+    if m.ok and model > 0 and abs(m.step_time - model) > MODEL_TOLERANCE * model:
+        lines.append(
+            f"exact: the step time differs from the model makespan by {100 * (m.step_time / model - 1):+.1f}% "
+            f"(more than {100 * MODEL_TOLERANCE:.0f}%): the measured schedule is not the model's"
+        )
+    return lines
+
+
 def write_trace(path: str, simulator, placement: Placement, graph: OpGraph, cluster: Cluster) -> None:
     """Writes the Chrome trace of `placement`'s simulated step to `path`."""
     from placer.measure import trace  # noqa: PLC0415
