@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +37,10 @@ from placer.measure import schedule as sched
 from placer.measure.simulator import Simulator
 from placer.measure.units import transfer_tables
 
+# OR-Tools and TensorFlow each carry their own copy of absl and protobuf's C++ code; in a process that
+# loaded TensorFlow first, CP-SAT's solve crashes (a segmentation fault, OR-Tools 9.15, TF 2.21). The
+# binaries that may solve import this module before TensorFlow, and `require_ortools` refuses otherwise.
+_TF_FIRST = "tensorflow" in sys.modules
 try:
     from ortools.sat.python import cp_model
 
@@ -106,9 +111,15 @@ class Result:
 
 
 def require_ortools() -> None:
-    """Raises InputError naming the extra to install when OR-Tools is missing."""
+    """Raises InputError naming the extra to install when OR-Tools is missing, or when it was loaded after
+    TensorFlow in this process (where its solve would crash; see the comment above its import)."""
     if cp_model is None:
         raise InputError("the exact placer needs OR-Tools: pip install -e '.[exact]'")
+    if _TF_FIRST:
+        raise InputError(
+            "the exact placer: OR-Tools was loaded after TensorFlow in this process, where CP-SAT crashes; "
+            "import placer.measure.exact before TensorFlow"
+        )
 
 
 def solve(

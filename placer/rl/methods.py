@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 from placer.core.errors import InputError
-from placer.rl import learn_adaptive, learn_anneal, learn_ce, learn_seq2seq
+from placer.rl import learn_adaptive, learn_anneal, learn_ce, learn_exact, learn_seq2seq
 
 METHODS = {
     # The paper's seq2seq policy trained by REINFORCE (or PPO, per config.placer.train.algorithm);
@@ -32,6 +32,8 @@ METHODS = {
     # Cross-entropy, or annealing with a learned proposal table where single_gpu beats its start's samples.
     "ce_or_annealing": learn_adaptive.CrossEntropyOrAnnealing,
     "ce_or_annealing_off": functools.partial(learn_adaptive.CrossEntropyOrAnnealing, learning=False),
+    # Annealing for a hint, then a CP-SAT solve that proves a bound (placer.measure.exact, docs/exact.md).
+    "exact": learn_exact.Exact,
 }
 
 # The method placer-train runs unless told otherwise.
