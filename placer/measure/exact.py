@@ -320,7 +320,7 @@ def _solver(time_limit: float, workers: int, seed: int) -> cp_model.CpSolver:
     improve the incumbent by large neighbourhoods.
     """
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(float(time_limit), 0.1)
+    solver.parameters.max_time_in_seconds = max(float(time_limit), 0.0)
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed)
     solver.parameters.cp_model_probing_level = 0
