@@ -10,7 +10,7 @@ time of exact's placement, its model makespan, the proven (group-level)
 bound, the op-level bound of placer.measure.bounds, the gaps and the status;
 medians over the seeds; the targets met or NOT met.
 
-Part "paper": the paper graphs (configs/rnnlm.py, nmt.py, inception_v3.py,
+Part "paper" (its own section): the paper graphs (configs/rnnlm.py, nmt.py, inception_v3.py,
 TensorFlow and Grappler costs) at group level for `--paper_seconds` each:
 the proven bound, the best placement and every baseline's certified gap
 (step time over the op-level bound).
@@ -183,25 +183,22 @@ def _paper_section(cluster) -> str:
 def main(argv) -> None:
     del argv
     cluster = cluster_lib.load(_CLUSTER.value)
-    parts = []
     if _PART.value in ("dags", "both"):
         rows = []
         for s in _SEEDS.value:
             rows.append(_dag_row(int(s), cluster))
             print(f"seed {s}: exact {rows[-1]['exact']:.6g} s, proven {rows[-1]['proven']:.6g} s, "
                   f"annealing {rows[-1]['annealing_4000']:.6g} s", flush=True)  # fmt: skip
-        parts.append(_dag_section(rows))
+        _write("exact", "Exact placements and certified gaps (CP-SAT)", _dag_section(rows))
     if _PART.value in ("paper", "both"):
-        parts.append(_paper_section(cluster))
-    else:
-        parts.append(
-            "Paper graphs (10 minutes each at group level): not run for this section; "
-            "`python -m bench.exact --part=paper` runs them."
-        )
-    body = f"Commit {report.commit()}.\n\n" + "\n\n".join(parts)
-    print(body)
+        _write("exact-paper", "Exact placements of the paper graphs (CP-SAT, group level)", _paper_section(cluster))
+
+
+def _write(name: str, title: str, text: str) -> None:
+    body = f"Commit {report.commit()}.\n\n{text}"
+    print(body, flush=True)
     if _WRITE.value:
-        report.update_section("exact", "Exact placements and certified gaps (CP-SAT)", body, "bench/exact.py")
+        report.update_section(name, title, body, "bench/exact.py")
 
 
 if __name__ == "__main__":
