@@ -39,3 +39,9 @@ def test_no_solution_in_the_time_limit_leaves_the_proven_bound():
 def test_a_hint_of_another_length_is_an_input_error():
     with pytest.raises(InputError, match="one device of 'g' per op"):
         exact.solve(chain(3), two_gpus(), hint=[0, 1])
+
+
+def test_without_ortools_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setattr(exact, "cp_model", None)
+    with pytest.raises(InputError, match=r"pip install -e '\.\[exact\]'"):
+        exact.solve(chain(3), two_gpus())
