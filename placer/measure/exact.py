@@ -152,7 +152,8 @@ def solve(
 
     Raises:
       InputError: OR-Tools missing, a serial-executor cluster, a model too large, an op without a
-        kernel on any device, or a hint that splits a group or names a device outside the cluster.
+        kernel on any device, or a hint of another length or naming a device outside the cluster
+        (a hint that splits a group or a colocation set is no placement of the units: it is left out).
     """
     require_ortools()
     t0 = time.perf_counter()
@@ -181,11 +182,13 @@ def solve(
     solver = _solver(time_limit - (time.perf_counter() - t0), workers, seed)
     status = solver.solve(model.cp, watcher)
     name = STATUS.get(solver.status_name(status), "unknown")
+    if name == "unknown" and watcher.best is not None:
+        name = "feasible"  # the hint's solution, found before the search ran out of time
     proven = max(solver.best_objective_bound, model.cut) * quantum
     if name == "optimal":
         proven = solver.objective_value * quantum
     best = watcher.best
-    devices = None if best is None else _op_devices(best[0], units, inp, grp)
+    devices = None if best is None else best[0][inp.unit_class[units.op_unit]]
     return Result(
         devices,
         grp,
@@ -358,10 +361,6 @@ def _simulate(sim: Simulator, units, grp, inp, class_dev: np.ndarray) -> float:
     """The simulated step time (s) of a placement per class (inf when it fails, e.g. out of memory)."""
     op_dev = class_dev[inp.unit_class[units.op_unit]]
     return float(sim.simulate(op_dev, op_group=grp).step_time)
-
-
-def _op_devices(class_dev: np.ndarray, units, inp, grp) -> np.ndarray:
-    return class_dev[inp.unit_class[units.op_unit]]
 
 
 if cp_model is not None:
