@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.installed: setup.py $(BIN)/python
-	$(BIN)/pip install -q -e '.[test,ray]'
+	$(BIN)/pip install -q -e '.[test,ray,exact]'
 	touch $@
 
 demo: $(VENV)/.installed

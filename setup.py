@@ -28,6 +28,8 @@ setup(
     extras_require={
         "test": ["pytest", "pytest-xdist", "ruff", "import-linter"],
         "ray": ["ray"],
+        # CP-SAT for the exact placer (placer.measure.exact). 9.15 asks for protobuf 6.33, which TF >= 2.16 accepts.
+        "exact": ["ortools==9.15.6755"],
     },
     entry_points={
         "console_scripts": [

@@ -128,6 +128,10 @@ def train_config() -> ml_collections.ConfigDict:
     c.warm_start_learning_rate = 0.005  # Adam, for those steps (our choice, docs/rl.md).
     # Measure placements op by op (our choice; docs/rl.md, "Where the defaults come from").
     c.measure_op_level = True
+    # Method "exact" (docs/exact.md): seconds its CP-SAT solve searches after annealing, and its threads
+    # (our choice: the solve of a 300-op graph's groups finds most of its gains within a minute).
+    c.exact_seconds = 60.0
+    c.exact_workers = 1
     return c
 
 

@@ -6,8 +6,11 @@
 
 Prints the table (step time or failure such as OOM, speedup over the
 reference placement (--reference, default the expert's) and the single-GPU
-one, ratio to the lower bound, place time, peak memory per device), and why
-a speedup column is n/a. With --out it writes table.md, table.csv,
+one, ratio to the lower bound, place time, peak memory per device), a "bound"
+row (the lower bound in seconds, and which of its terms binds), and why a
+speedup column is n/a. `--methods=...,exact` adds the CP-SAT placer, started
+from the rows before it (docs/exact.md): its row's line gives its model
+makespan and the bound it proved. With --out it writes table.md, table.csv,
 step_times.png, timeline_<method>.png (the simulated schedule of --timeline,
 default the fastest placement) and placement_<method>.json for each baseline
 that placed the graph. The same-budget searches (random_search, local_search)
@@ -38,6 +41,11 @@ _PLACEMENTS = flags.DEFINE_list("placements", [], "Placement JSON files to compa
 _OUT = flags.DEFINE_string("out", None, "Folder for table.md, table.csv, step_times.png, timeline_<method>.png.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out folder.")
 _TIMELINE = flags.DEFINE_string("timeline", None, "Row whose simulated schedule is drawn (default: the fastest).")
+_EXACT_SECONDS = flags.DEFINE_float(
+    "exact_seconds", 60.0, "Seconds the exact row's CP-SAT solve may search (docs/exact.md).", lower_bound=0.1
+)
+_EXACT_WORKERS = flags.DEFINE_integer("exact_workers", 1, "CP-SAT threads of the exact row.", lower_bound=1)
+_EXACT_LEVEL = flags.DEFINE_enum("exact_level", "group", ["group", "op"], "Units the exact row places.")
 _SEARCH_BUDGET = flags.DEFINE_integer(
     "search_budget",
     0,
@@ -57,8 +65,11 @@ OUTPUTS = ("table.md", "table.csv", "step_times.png", "timeline_*.png", "placeme
 def main(argv: list[str]) -> None:
     del argv
     from graphs import pipeline  # noqa: PLC0415
-    from placer.compare import compare_lib  # noqa: PLC0415
-    from placer.measure import registry  # noqa: PLC0415
+    from placer.compare import compare_lib, exact_row  # noqa: PLC0415
+    from placer.measure import (
+        bounds,  # noqa: PLC0415
+        registry,  # noqa: PLC0415
+    )
 
     methods, strict = compare_lib.parse_methods(_METHODS.value, bool(_PLACEMENTS.value or _REFERENCE.value))
     if _TIMELINE.value and not _OUT.value:
@@ -92,7 +103,9 @@ def main(argv: list[str]) -> None:
         reference=reference,
         search_budget=budget,
         log=lambda line: print(line, file=sys.stderr, flush=True),
+        exact=exact_row.Options(_EXACT_SECONDS.value, _EXACT_WORKERS.value, _EXACT_LEVEL.value),
     )
+    bound = bounds.bound(graph, cluster)
     print(
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
         f"measure: {_MEASURE.value}"
@@ -100,10 +113,12 @@ def main(argv: list[str]) -> None:
     if any(m in compare_lib.SEARCHES for m in methods):
         why = compare_lib.budget_reason(_SEARCH_BUDGET.value, given, paths)
         print(f"same-budget searches: {budget} measured placements each ({why})")
-    print(compare_lib.terminal_text(rows, cluster.device_names, reference), end="")
+    print(compare_lib.terminal_text(rows, cluster.device_names, reference, bound), end="")
     if _OUT.value:
         with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value, owned=OUTPUTS, inputs=inputs) as folder:
-            written = compare_lib.write_outputs(folder, rows, graph, cluster, measurer, _TIMELINE.value, reference)
+            written = compare_lib.write_outputs(
+                folder, rows, graph, cluster, measurer, _TIMELINE.value, reference, bound
+            )
         print(f"wrote {', '.join(os.path.join(_OUT.value, os.path.basename(w)) for w in written)}")
 
 

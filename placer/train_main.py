@@ -59,9 +59,13 @@ def main(argv):
     del argv
     inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "init_from": _INIT_FROM.value}
     locks.claim_workdir(_WORKDIR.value, inputs=inputs, owned=WRITES)
+    config = cli.config_or_default(_CONFIG.value, _GRAPH.value)
+    if config.placer.train.get("method") == "exact":
+        from placer.measure import exact  # noqa: PLC0415 (OR-Tools, which must load before TensorFlow)
+
+        exact.require_ortools()
     from placer.rl import train_lib  # noqa: PLC0415 (imports TensorFlow)
 
-    config = cli.config_or_default(_CONFIG.value, _GRAPH.value)
     if _CLUSTER.value:
         config.cluster = _CLUSTER.value
     if _MEASURE.value:

@@ -21,6 +21,10 @@ pytest_plugins = ["tests.subprocess_count"]  # PLACER_COUNT_SUBPROCESSES=path co
 # line such as "failed call to cuInit" does not reach a binary's captured stderr.
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 
+# The exact placer's OR-Tools must load before TensorFlow in a process (placer/measure/exact.py says why);
+# binaries and tests share this one, so it loads first.
+import placer.measure.exact  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def tiny_model():

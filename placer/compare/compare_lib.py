@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from baselines import registry
-from placer.compare import tables
+from placer.compare import exact_row, tables
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.measurement import Measurer
@@ -157,18 +157,30 @@ def _place_baselines(
     measurer: Measurer,
     budget: int = DEFAULT_SEARCH_BUDGET,
     log: Callable[[str], None] | None = None,
+    exact: exact_row.Options | None = None,
 ) -> list[tuple[str, Placement | None, float | None, str]]:
     """(name, placement or None, place seconds, message) per baseline; see `compare`.
 
     The searches in registry.MEASURED measure `budget` candidates each with
     `measurer`; `log` hears when each starts (they take seconds to minutes).
+    The exact placer (exact_row.EXACT) starts from the placements made before
+    it and solves with `exact`'s options; with no solution its row is n/a,
+    its message the proven bound.
     """
     for m in methods:
-        registry.get(m)  # unknown names fail before any work
+        if m != exact_row.EXACT:
+            registry.get(m)  # unknown names fail before any work
     out = []
     for m in methods:
         if log is not None and m in registry.MEASURED:
             log(f"{m}: searching, {budget} measured placements (same budget as the RL search)")
+        if m == exact_row.EXACT:
+            opts = exact or exact_row.Options()
+            if log is not None:
+                log(f"exact: CP-SAT for {opts.time_limit:g} s at {opts.level} level, from the placements above")
+            p, seconds, message = exact_row.place(graph, cluster, [e[1] for e in out if e[1] is not None], seed, opts)
+            out.append((m, p, seconds, message))
+            continue
         t0 = time.perf_counter()
         try:
             extra = {"measurer": measurer, "budget": budget} if m in registry.MEASURED else {}
@@ -195,6 +207,7 @@ def compare(
     reference: str = EXPERT,
     search_budget: int = DEFAULT_SEARCH_BUDGET,
     log: Callable[[str], None] | None = None,
+    exact: exact_row.Options | None = None,
 ) -> list[Row]:
     """Places `graph` with each baseline, measures them and the given placements.
 
@@ -215,6 +228,7 @@ def compare(
       search_budget: placements each same-budget search (random_search,
         local_search) measures; see `search_budget` for the CLI's choice.
       log: where a line goes as each same-budget search starts (None: silent).
+      exact: the exact row's options (exact_row.Options; None: its defaults).
 
     Returns:
       One Row per method, then one per extra placement. Speedups are relative
@@ -226,7 +240,7 @@ def compare(
         baseline that cannot run here (when strict), or a given placement of
         another graph.
     """
-    entries = _place_baselines(graph, cluster, methods, seed, strict, measurer, search_budget, log)
+    entries = _place_baselines(graph, cluster, methods, seed, strict, measurer, search_budget, log, exact)
     taken = {e[0] for e in entries}
     for i, p in enumerate(extra_placements):
         name = labels[i] if labels is not None else label(p, i, taken)
@@ -236,7 +250,7 @@ def compare(
     measured = dict(zip(runnable, measurer.measure([entries[i][1] for i in runnable]), strict=True))
     steps = {e[0]: float(measured[i].step_time) for i, e in enumerate(entries) if i in measured and measured[i].ok}
     ref, ref_gpu = steps.get(reference), steps.get(SINGLE_GPU)
-    lb = bounds.lower_bound(graph, cluster)
+    lb = bounds.lower_bound(graph, cluster)  # op level: the same bound for group and op placements
     zeros = tuple(0.0 for _ in range(cluster.num_devices))
     rows = []
     for i, (name, placement, seconds, message) in enumerate(entries):
@@ -249,7 +263,8 @@ def compare(
         ratio = None if st is None or lb <= 0 else st / lb
         sp = (speedup(ref, st), speedup(ref_gpu, st), ratio)
         level = measure_registry.level_of(measurer, placement)
-        rows.append(Row(name, st, m.failure, *sp, peak, seconds, m.message, placement, level))
+        note = m.message if m.message or st is None else message  # the exact row's bound and gap
+        rows.append(Row(name, st, m.failure, *sp, peak, seconds, note, placement, level))
     return rows
 
 
@@ -263,11 +278,12 @@ def parse_methods(spec: str, have_placements: bool = False) -> tuple[list[str], 
     if spec.strip() == "all":
         return registry.names(), False
     names = [m.strip() for m in spec.split(",") if m.strip()]
+    valid = ", ".join(["all", *registry.names(), exact_row.EXACT])
     if not names and not have_placements:
-        raise InputError(f"--methods: no method given (valid: all, {', '.join(registry.names())})")
+        raise InputError(f"--methods: no method given (valid: {valid})")
     for m in names:
-        if m not in registry.METHODS:
-            raise InputError(f"--methods: unknown method {m!r} (valid: all, {', '.join(registry.names())})")
+        if m not in registry.METHODS and m != exact_row.EXACT:
+            raise InputError(f"--methods: unknown method {m!r} (valid: {valid})")
     return names, True
 
 
@@ -327,8 +343,11 @@ def file_safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
-def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None, reference: str) -> list[str]:
-    """Writes table.md, table.csv, step_times.png, timeline_<method>.png and the baselines' placements into `out`.
+def write_outputs(
+    out: str, rows, graph, cluster, measurer, timeline: str | None, reference: str, bound=None
+) -> list[str]:
+    """Writes table.md, table.csv, step_times.png, timeline_<method>.png and the baselines' placements into `out`
+    (the tables with `bound`'s row, a placer.measure.bounds.Bound, when given).
 
     Returns:
       The paths written.
@@ -347,8 +366,8 @@ def write_outputs(out: str, rows, graph, cluster, measurer, timeline: str | None
         raise InputError(f"--timeline: {row.method!r} has no placement ({row.message})")
     os.makedirs(out, exist_ok=True)
     title = f"{graph.name} on {cluster.name}"
-    write_markdown(os.path.join(out, "table.md"), rows, cluster.device_names, title, reference)
-    write_csv(os.path.join(out, "table.csv"), rows, cluster.device_names, reference)
+    write_markdown(os.path.join(out, "table.md"), rows, cluster.device_names, title, reference, bound)
+    write_csv(os.path.join(out, "table.csv"), rows, cluster.device_names, reference, bound)
     plots.plot_step_times(rows, os.path.join(out, "step_times.png"), title=title)
     written = ["table.md", "table.csv", "step_times.png"]
     for r in rows:

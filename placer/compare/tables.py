@@ -102,8 +102,9 @@ def csv_columns(reference: str = EXPERT) -> tuple[str, ...]:
     return tuple(f"speedup_vs_{reference}" if c == "speedup_vs_expert" else c for c in CSV_COLUMNS)
 
 
-def csv_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPERT) -> str:
-    """The comparison as CSV: `csv_columns(reference)`, then one `peak_bytes:<device>` column per device."""
+def csv_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPERT, bound=None) -> str:
+    """The comparison as CSV: `csv_columns(reference)`, then one `peak_bytes:<device>` column per device;
+    with `bound`, a last "bound" row (its seconds, ratio 1, the binding term as its message)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([*csv_columns(reference), *(f"peak_bytes:{d}" for d in device_names)])
@@ -121,6 +122,8 @@ def csv_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPER
                 *(f"{x:.0f}" for x in r.peak_memory),
             ]
         )
+    if bound is not None:
+        w.writerow([BOUND, bound.value, "", "", "", "1", "", bound.describe(), *("" for _ in device_names)])
     return buf.getvalue()
 
 
@@ -137,8 +140,23 @@ def _cells(r, unit: float, sep: str) -> list[str]:
     ]
 
 
-def markdown_text(rows: Sequence, device_names: Sequence[str], title: str = "", reference: str = EXPERT) -> str:
-    """The comparison as a Markdown table (devices in the cluster's order), then the failure and n/a notes."""
+BOUND = "bound"  # the row of the lower bound (placer.measure.bounds.Bound) under the placements
+
+
+def _bound_cells(bound) -> list[list[str]]:
+    """The bound's row: its seconds, and 1 in the ratio column (every other row's ratio is to it)."""
+    return [] if bound is None else [[BOUND, fmt.seconds(bound.value), "", "", "1", "", ""]]
+
+
+def _bound_lines(bound) -> list[str]:
+    return [] if bound is None else [f"bound: {bound.describe()}; x lower bound is each step time over it"]
+
+
+def markdown_text(
+    rows: Sequence, device_names: Sequence[str], title: str = "", reference: str = EXPERT, bound=None
+) -> str:
+    """The comparison as a Markdown table (devices in the cluster's order), then the failure and n/a notes;
+    with `bound` (placer.measure.bounds.Bound) a "bound" row and the term that binds."""
     unit, uname = memory_unit(rows)
     head = [
         "method",
@@ -149,14 +167,16 @@ def markdown_text(rows: Sequence, device_names: Sequence[str], title: str = "", 
         "place time",
         f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names),
     ]
-    table = tabulate.tabulate([_cells(r, unit, " / ") for r in rows], head, tablefmt="github", disable_numparse=True)
+    cells = [_cells(r, unit, " / ") for r in rows] + _bound_cells(bound)
+    table = tabulate.tabulate(cells, head, tablefmt="github", disable_numparse=True)
     lines = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
-    lines += [f"- {n}" for n in notes(rows, reference) + level_note(rows)]
+    lines += [f"- {n}" for n in notes(rows, reference) + level_note(rows) + _bound_lines(bound)]
     return (f"### {title}\n\n" if title else "") + table + "\n" + ("\n" + "\n".join(lines) + "\n" if lines else "")
 
 
-def terminal_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPERT) -> str:
-    """The comparison as an aligned plain-text table for the terminal, then why any column is n/a."""
+def terminal_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPERT, bound=None) -> str:
+    """The comparison as an aligned plain-text table for the terminal, then why any column is n/a; with
+    `bound` (placer.measure.bounds.Bound) a "bound" row and the term that binds."""
     unit, uname = memory_unit(rows)
     head = [
         "method",
@@ -167,14 +187,19 @@ def terminal_text(rows: Sequence, device_names: Sequence[str], reference: str = 
         "place time",
         f"peak {uname} per device",
     ]
-    table = tabulate.tabulate([_cells(r, unit, " ") for r in rows], head, tablefmt="simple", disable_numparse=True)
+    cells = [_cells(r, unit, " ") for r in rows] + _bound_cells(bound)
+    table = tabulate.tabulate(cells, head, tablefmt="simple", disable_numparse=True)
     out = [table, "devices: " + ", ".join(device_names)]
     out.append(
         f"vs {reference}, vs single GPU: each step time against theirs (faster is better); "
         "x lower bound: step time / the lower bound (1 is the best possible)"
     )
-    out += [f"{r.method}: {' '.join(r.message.split())}" for r in rows if r.failure == NOT_APPLICABLE]
-    out += notes(rows, reference) + level_note(rows)
+    out += [
+        f"{r.method}: {' '.join(r.message.split())}"
+        for r in rows
+        if r.message and (r.ok or r.failure == NOT_APPLICABLE)
+    ]
+    out += notes(rows, reference) + level_note(rows) + _bound_lines(bound)
     return "\n".join(out) + "\n"
 
 
@@ -183,13 +208,13 @@ def short_device(name: str) -> str:
     return name.removeprefix("/device:")
 
 
-def write_csv(path: str, rows: Sequence, device_names: Sequence[str], reference: str = EXPERT) -> None:
-    """Writes `csv_text(rows, device_names, reference)` to `path` atomically."""
-    atomic.write_text(path, csv_text(rows, device_names, reference))
+def write_csv(path: str, rows: Sequence, device_names: Sequence[str], reference: str = EXPERT, bound=None) -> None:
+    """Writes `csv_text(rows, device_names, reference, bound)` to `path` atomically."""
+    atomic.write_text(path, csv_text(rows, device_names, reference, bound))
 
 
 def write_markdown(
-    path: str, rows: Sequence, device_names: Sequence[str], title: str = "", reference: str = EXPERT
+    path: str, rows: Sequence, device_names: Sequence[str], title: str = "", reference: str = EXPERT, bound=None
 ) -> None:
-    """Writes `markdown_text(rows, device_names, title, reference)` to `path` atomically."""
-    atomic.write_text(path, markdown_text(rows, device_names, title, reference))
+    """Writes `markdown_text(rows, device_names, title, reference, bound)` to `path` atomically."""
+    atomic.write_text(path, markdown_text(rows, device_names, title, reference, bound))

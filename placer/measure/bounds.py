@@ -9,26 +9,81 @@ be its time on device d (NaN costs excluded; the dispatch is the simulator's
 per-op cost, the graph's calibration where it carries one, and ops a step
 never runs pay none), and t*(v) = min_d t(v, d). Then
 
-  lower_bound = max(critical path, work / devices, reference work / speed)
+  lower_bound = max(critical path, load)
 
 * critical path: the longest path through the graph (data and control edges)
   with every op taking t*(v) and transfers free;
-* work / devices: sum_v t*(v) / D, since the D devices together are busy for
-  at least the sum of the op times and each is busy at most the step time;
-* reference work / speed: sum_v min_type cost(v, type) / sum_d speed(d),
-  since device d finishes at most speed(d) reference-seconds of work per
-  second (this is the tighter one when devices differ in speed).
+* load: the optimum of the linear program "assign each op fractionally to
+  the devices that can run it, x(v, d) >= 0 with sum_d x(v, d) = 1, and
+  minimise L with sum_v x(v, d) t(v, d) <= L for every device d" (solved by
+  scipy's HiGHS). Any placement is one such assignment (x = 0 or 1), and its
+  step time is at least its busiest device's load, so L bounds it. The LP is
+  at least the older work bounds, sum_v t*(v) / D and reference work over
+  aggregate speed, and larger when devices differ in speed or kind (a
+  CPU-only op loads the CPU whatever the GPUs do).
+
+Both terms are taken at op level, whatever level a placement is measured at,
+so a group placement and an op placement are judged against the same bound.
+Ops with the same row of device times are one LP variable per device (with
+their count as its total), so the LP has at most (distinct rows) x D
+variables.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
 
-from placer.core import dag
+import numpy as np
+from scipy.optimize import linprog
+from scipy.sparse import csr_matrix
+
+from placer.core import dag, fmt
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 from placer.measure import calibration
+
+CRITICAL_PATH, LOAD = "critical path", "load"
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """The lower bound and its two terms, in seconds.
+
+    Attributes:
+      value: max(critical_path, load).
+      critical_path: the longest path, each op on its fastest device, transfers free.
+      load: the fractional load bound (the LP of the module docstring).
+    """
+
+    value: float
+    critical_path: float
+    load: float
+
+    @property
+    def binds(self) -> str:
+        """Which term is the bound: CRITICAL_PATH or LOAD (the critical path on a tie)."""
+        return CRITICAL_PATH if self.critical_path >= self.load else LOAD
+
+    def describe(self) -> str:
+        """One line, e.g. "200 ms (load binds; critical path 161 ms)"."""
+        other = LOAD if self.binds == CRITICAL_PATH else CRITICAL_PATH
+        other_s = self.load if other == LOAD else self.critical_path
+        return f"{fmt.seconds(self.value)} ({self.binds} binds; {other} {fmt.seconds(other_s)})"
+
+
+def op_device_times(graph: OpGraph, cluster: Cluster) -> np.ndarray:
+    """Returns [n_ops, D] seconds of each op on each device, its dispatch included (NaN: no kernel).
+
+    Raises:
+      InputError: an op has no cost on any device type of the cluster.
+    """
+    times = calibration.calibrated(cluster, graph).op_seconds(graph)
+    bad = np.isnan(times).all(1)
+    if bad.any():
+        op = int(np.argmax(bad))
+        raise InputError(f"op {graph.names[op]!r} has no cost on any device type of cluster {cluster.name!r}")
+    return times.reshape(graph.num_ops, cluster.num_devices)
 
 
 def op_min_times(graph: OpGraph, cluster: Cluster) -> np.ndarray:
@@ -39,13 +94,36 @@ def op_min_times(graph: OpGraph, cluster: Cluster) -> np.ndarray:
     """
     if graph.num_ops == 0:
         return np.zeros(0)
-    cluster = calibration.calibrated(cluster, graph)
-    times = cluster.op_seconds(graph)
-    bad = np.isnan(times).all(1)
-    if bad.any():
-        op = int(np.argmax(bad))
-        raise InputError(f"op {graph.names[op]!r} has no cost on any device type of cluster {cluster.name!r}")
-    return np.nanmin(times, 1)
+    return np.nanmin(op_device_times(graph, cluster), 1)
+
+
+def load_bound(times: np.ndarray) -> float:
+    """Returns the fractional load bound in seconds (the LP of the module docstring).
+
+    Args:
+      times: [n, D] seconds of each op (or unit) on each device, NaN where it cannot run.
+    """
+    if not len(times):
+        return 0.0
+    rows, count = np.unique(np.where(np.isnan(times), -1.0, times), axis=0, return_counts=True)
+    r, dn = rows.shape
+    ok = rows >= 0
+    var_r, var_d = np.nonzero(ok)  # one variable per (distinct row, device that can run it), then L
+    nv = len(var_r)
+    c = np.zeros(nv + 1)
+    c[-1] = 1.0
+    a_eq = _sparse(var_r, np.arange(nv), np.ones(nv), (r, nv + 1))
+    a_ub = _sparse(
+        np.r_[var_d, np.arange(dn)], np.r_[np.arange(nv), np.full(dn, nv)], np.r_[rows[ok], -np.ones(dn)], (dn, nv + 1)
+    )
+    res = linprog(c, A_ub=a_ub, b_ub=np.zeros(dn), A_eq=a_eq, b_eq=count.astype(float), method="highs")
+    if res.status != 0:  # the LP is always feasible and bounded; keep the simple bound if HiGHS gives up
+        return float(np.nanmin(times, 1).sum() / dn)
+    return float(res.fun)
+
+
+def _sparse(i, j, v, shape):
+    return csr_matrix((v, (i, j)), shape=shape)
 
 
 def critical_path(graph: OpGraph, op_time: np.ndarray) -> float:
@@ -64,18 +142,24 @@ def critical_path(graph: OpGraph, op_time: np.ndarray) -> float:
     return float(dag.bottom_levels(op_time, graph.edge_src, graph.edge_dst).max())
 
 
-def lower_bound(graph: OpGraph, cluster: Cluster) -> float:
-    """Returns a lower bound on the step time of any placement, in seconds.
-
-    See the module docstring for the definition.
+def bound(graph: OpGraph, cluster: Cluster) -> Bound:
+    """Returns the lower bound on the step time of any placement with its terms (module docstring).
 
     Raises:
       InputError: an op has no cost on any device type of the cluster.
     """
-    tmin = op_min_times(graph, cluster)
     if graph.num_ops == 0:
-        return 0.0
-    types = sorted({d.type for d in cluster.devices})
-    ref = np.nanmin(np.stack([graph.cost_for(t) for t in types], 1), 1)
-    work = max(tmin.sum() / cluster.num_devices, ref.sum() / cluster.speeds().sum())
-    return float(max(critical_path(graph, tmin), work))
+        return Bound(0.0, 0.0, 0.0)
+    times = op_device_times(graph, cluster)
+    cp = critical_path(graph, np.nanmin(times, 1))
+    load = load_bound(times)
+    return Bound(max(cp, load), cp, load)
+
+
+def lower_bound(graph: OpGraph, cluster: Cluster) -> float:
+    """Returns `bound(graph, cluster).value`: a lower bound on the step time of any placement, in seconds.
+
+    Raises:
+      InputError: an op has no cost on any device type of the cluster.
+    """
+    return bound(graph, cluster).value

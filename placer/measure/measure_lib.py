@@ -39,7 +39,7 @@ def load_placement(graph: OpGraph, cluster: Cluster, path: str) -> Placement:
 
 def report_lines(m: Measurement, graph: OpGraph, cluster: Cluster, kind: str, level: str = "op") -> list[str]:
     """What `placer-measure` prints: step time or failure, busy time and peak memory per device, bytes
-    moved, and the ratio to placer.measure.bounds.lower_bound; `level` names the model level ("group", "op")."""
+    moved, and the lower bound of placer.measure.bounds with the term that binds, and the ratio to it; `level` names the model level ("group", "op")."""
     lines = [
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
         f"measure: {kind} ({level} level)",
@@ -55,11 +55,33 @@ def report_lines(m: Measurement, graph: OpGraph, cluster: Cluster, kind: str, le
             f"of {dev.memory_bytes / 2**20:.0f} MiB"
         )
     lines.append(f"bytes moved: {m.bytes_moved:.0f}")
-    lb = bounds.lower_bound(graph, cluster)
-    if m.ok and lb > 0:
-        lines.append(f"lower bound: {fmt.seconds(lb)} (step time / lower bound = {m.step_time / lb:.2f})")
+    b = bounds.bound(graph, cluster)
+    if m.ok and b.value > 0:
+        lines.append(f"lower bound: {b.describe()}, step time / lower bound = {m.step_time / b.value:.2f}")
     else:
-        lines.append(f"lower bound: {fmt.seconds(lb)}")
+        lines.append(f"lower bound: {b.describe()}")
+    return lines
+
+
+MODEL_TOLERANCE = 0.05  # an exact placement's step time this far from its model makespan is reported
+
+
+def exact_lines(placement: Placement, m: Measurement) -> list[str]:
+    """For a placement of the exact placer (placer.measure.exact): its model makespan and proven bound
+    beside the measured step time, and a line when the two differ by more than MODEL_TOLERANCE."""
+    meta = placement.metadata
+    if "model_makespan" not in meta:
+        return []
+    model = float(meta["model_makespan"])
+    lines = [
+        f"exact: model makespan {model:.4g} s, proven bound {float(meta.get('proven_bound', 0.0)):.4g} s "
+        f"({meta.get('proven_level', '?')} level, {meta.get('status', '?')})"
+    ]
+    if m.ok and model > 0 and abs(m.step_time - model) > MODEL_TOLERANCE * model:
+        lines.append(
+            f"exact: the step time differs from the model makespan by {100 * (m.step_time / model - 1):+.1f}% "
+            f"(more than {100 * MODEL_TOLERANCE:.0f}%): the measured schedule is not the model's"
+        )
     return lines
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from placer.core.errors import InputError
-from placer.rl import learn_adaptive, learn_anneal, learn_ce, learn_seq2seq
+from placer.rl import learn_adaptive, learn_anneal, learn_ce, learn_exact, learn_seq2seq
 from placer.rl.learner import Setup
 
 
@@ -30,6 +30,8 @@ METHODS = {
     "random_search": Method(learn_anneal.RandomSearch, learn_anneal.Config),
     "cross_entropy": Method(learn_ce.CrossEntropy, learn_ce.Config),
     "ce_or_annealing": Method(learn_adaptive.CrossEntropyOrAnnealing, learn_adaptive.Config),
+    # Annealing for a hint, then a CP-SAT solve that proves a bound (placer.measure.exact, docs/exact.md).
+    "exact": Method(learn_exact.Exact, learn_anneal.Config),
 }
 
 # The method placer-train runs unless told otherwise.

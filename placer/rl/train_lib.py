@@ -237,7 +237,8 @@ def _load(config, graph_path: str | None, log=print, graph=None):
 
 def _summary(loop, name, graph, groups, cluster, kind, seed, start, wall, last) -> dict:
     """The dict written to summary.json."""
-    lb = bounds.lower_bound(graph, cluster)
+    bound = bounds.bound(graph, cluster)
+    lb = bound.value
     best = loop.best_t if np.isfinite(loop.best_t) else None
     rounds = loop.rounds - start
     outside = wall - (loop.measurer.seconds - loop.measured_at_start)  # this process: all but measuring
@@ -256,6 +257,10 @@ def _summary(loop, name, graph, groups, cluster, kind, seed, start, wall, last) 
         "seed": seed,
         "best_step_time": best,
         "lower_bound": lb,
+        "lower_bound_binds": bound.binds,
+        "lower_bound_text": bound.describe(),
+        "critical_path": bound.critical_path,
+        "load_bound": bound.load,
         "ratio_to_lower_bound": best / lb if best is not None and lb > 0 else None,
         "train_seconds": wall,
         "measure_seconds": loop.measure_seconds(),
@@ -281,8 +286,8 @@ def _log_result(summary: dict, last: dict, log) -> None:
     best, lb, wall = summary["best_step_time"], summary["lower_bound"], summary["train_seconds"]
     if best is not None:
         log(
-            f"best step time {fmt.seconds(best)}, {best / lb:.2f}x the lower bound ({fmt.seconds(lb)}; 1x is the "
-            f"best possible); {summary['steps']} steps in {fmt.seconds(wall)}"
+            f"best step time {fmt.seconds(best)}, {best / lb:.2f}x the lower bound ({summary['lower_bound_text']}; "
+            f"1x is the best possible); {summary['steps']} steps in {fmt.seconds(wall)}"
         )
     elif last:
         log(

@@ -145,7 +145,10 @@ def test_cli_all_methods_with_oom_and_pngs(tmp_path):
 
     with open(tmp_path / "out" / "table.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [r["method"] for r in rows] == registry.names() + ["rl"]
+    assert [r["method"] for r in rows] == registry.names() + ["rl", "bound"]
+    # The bound row: the critical path x, a, c = 6 s binds (the load LP gives 10 / 2.1 = 4.76 s).
+    assert float(rows[-1]["step_time_s"]) == pytest.approx(6.0) and rows[-1]["ratio_to_lower_bound"] == "1"
+    assert rows[-1]["message"].startswith("6.00 s (critical path binds; load 4.76 s)")
     assert list(rows[0])[: len(compare_lib.CSV_COLUMNS)] == list(compare_lib.CSV_COLUMNS)
     assert list(rows[0])[len(compare_lib.CSV_COLUMNS) :] == [
         "peak_bytes:/device:CPU:0",
@@ -188,7 +191,7 @@ def test_cli_timeline_of_given_method(tmp_path):
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "o" / "timeline_single_cpu.png").read_bytes()[:4] == b"\x89PNG"
     with open(tmp_path / "o" / "table.csv") as f:
-        assert [r["method"] for r in csv.DictReader(f)] == ["single_cpu", "scotch"]
+        assert [r["method"] for r in csv.DictReader(f)] == ["single_cpu", "scotch", "bound"]
 
 
 def test_cli_unknown_method(tmp_path):
@@ -251,7 +254,7 @@ def test_cli_reference_file_is_the_speedup_baseline(tmp_path):
     assert out.returncode == 0, out.stderr
     with open(tmp_path / "o" / "table.csv") as f:
         rows = {r["method"]: r for r in csv.DictReader(f)}
-    assert list(rows) == ["single_cpu", "single_gpu", "rl"]
+    assert list(rows) == ["single_cpu", "single_gpu", "rl", "bound"]
     # single CPU 100 s, single GPU 10 s, against the file's 6 s.
     assert float(rows["single_cpu"]["speedup_vs_rl"]) == pytest.approx(0.06)
     assert float(rows["single_gpu"]["speedup_vs_rl"]) == pytest.approx(0.6)

@@ -67,3 +67,48 @@ def test_each_op_pays_its_fastest_devices_dispatch():
     )
     assert bounds.lower_bound(g, c) == pytest.approx(1.8)
     assert simulate(g, c, np.array([1, 1])).step_time == pytest.approx(1.8)
+
+
+def test_bound_names_the_critical_path_when_it_binds():
+    # A chain a -> b -> c of GPU time 1, 2, 3 s (CPU 10x slower) on CPU + 2 GPUs: the path is 6 s;
+    # the LP spreads 6 GPU-seconds over two GPUs and the CPU (CPU speed 1/10): 6 / 2.1 = 2.86 s.
+    g = OpGraph.create(
+        "g", ["a", "b", "c"], ["T"] * 3, [("a", "b"), ("b", "c")], device_types=("CPU", "GPU"),
+        compute_cost=np.array([[10.0, 1.0], [20.0, 2.0], [30.0, 3.0]]),
+    )  # fmt: skip
+    b = bounds.bound(g, cpu_gpus([1.0, 1.0]))
+    assert b.critical_path == pytest.approx(6.0)
+    assert b.load == pytest.approx(6.0 / 2.1)
+    assert b.binds == bounds.CRITICAL_PATH and b.value == pytest.approx(6.0)
+    assert "critical path binds" in b.describe()
+
+
+def test_load_binds_on_a_cpu_and_gpu_cluster():
+    # Four independent ops of CPU 4 s and GPU 1 s on CPU + one GPU: path 1 s; the old work bound
+    # gives 4 x 1 / 2 = 2 s. The LP: GPU takes x ops (x s), the CPU 4 - x (4 (4 - x) s), equal at
+    # x = 3.2: 3.2 s. The best 0/1 placement (3 on the GPU, 1 on the CPU) simulates 4 s >= 3.2 s.
+    g = OpGraph.create(
+        "g", list("abcd"), ["T"] * 4, [], device_types=("CPU", "GPU"), compute_cost=np.array([[4.0, 1.0]] * 4)
+    )
+    c = cpu_gpus([1.0])
+    b = bounds.bound(g, c)
+    assert b.critical_path == pytest.approx(1.0)
+    assert b.load == pytest.approx(3.2)
+    assert b.binds == bounds.LOAD and bounds.lower_bound(g, c) == pytest.approx(3.2)
+    assert "load binds" in b.describe()
+    assert simulate(g, c, np.array([1, 1, 1, 0])).step_time == pytest.approx(4.0)
+
+
+def test_cpu_only_ops_load_the_cpu_whatever_the_gpus_do():
+    # Two CPU-only ops of 3 s each and two ops of GPU time 1 s (CPU 2 s) on CPU + 2 GPUs, no edges.
+    # The CPU carries 6 s whatever happens, so the LP is 6 s (the GPU ops go to the GPUs); the old
+    # work bound gave (3 + 3 + 1 + 1) / 3 = 2.67 s and the path 3 s.
+    g = OpGraph.create(
+        "g", list("abcd"), ["T"] * 4, [], device_types=("CPU", "GPU"),
+        compute_cost=np.array([[3.0, np.nan], [3.0, np.nan], [2.0, 1.0], [2.0, 1.0]]),
+    )  # fmt: skip
+    c = cpu_gpus([1.0, 1.0])
+    b = bounds.bound(g, c)
+    assert b.load == pytest.approx(6.0) and b.critical_path == pytest.approx(3.0)
+    assert b.value == pytest.approx(6.0) and b.binds == bounds.LOAD
+    assert simulate(g, c, np.array([0, 0, 1, 2])).step_time == pytest.approx(6.0)

@@ -74,7 +74,9 @@ def test_prints_step_time_and_writes_trace(tmp_path, good):
     # of 5e-6 s dispatch each: 7 + 2e-5 + 1.5e-5.
     assert "step time: 7.00 s" in out.stdout  # 7.000035 s to 3 significant figures
     assert "bytes moved: 10000000000" in out.stdout
-    # Lower bound: critical path 1 + 2 + 3 = 6 s.
+    # Lower bound: critical path 1 + 2 + 3 = 6 s; the load LP spreads the 6 GPU-seconds (and the CPU's
+    # share at its speed) over three devices, less.
+    assert "lower bound: 6.00 s (critical path binds; load" in out.stdout
     assert "step time / lower bound = 1.17" in out.stdout
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert {e["args"]["name"] for e in events if e["ph"] == "M"} == {
@@ -170,8 +172,12 @@ def test_step_time_busy_time_and_lower_bound_print_with_units(tmp_path):
     # 2.003 ms + 0.010 ms = 2.013 ms, 3 significant figures 2.01 ms (a .6f print said 0.002013 s).
     assert "step time: 2.01 ms" in lines
     # Lower bound: the critical path of each op on its fastest device, its dispatch included (a: GPU 3 + 5 us
-    # against CPU 30 us + 0.781 us; b: GPU 2 ms + 5 us): 2.013 ms, and 2.013 / 2.013 = 1.00.
-    assert "lower bound: 2.01 ms (step time / lower bound = 1.00)" in lines
+    # against CPU 30 us + 0.781 us; b: GPU 2 ms + 5 us): 2.013 ms, and 2.013 / 2.013 = 1.00. The load LP
+    # splits b's 2 ms over the two GPUs and part of it on the CPU: under 1 ms, so the path binds.
+    bound_line = next(line for line in lines if line.startswith("lower bound:"))
+    assert re.fullmatch(
+        r"lower bound: 2\.01 ms \(critical path binds; load 9\d\d us\), step time / lower bound = 1\.00", bound_line
+    ), bound_line
     busy = {line.split()[0]: line for line in lines if " busy " in line}
     assert "busy 0 s " in busy["/device:CPU:0"] and "busy 0 s " in busy["/device:GPU:1"]
     assert "busy 2.01 ms " in busy["/device:GPU:0"]  # its two ops and their dispatch: the whole step
