@@ -104,7 +104,9 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
     indeg = np.bincount(ud, minlength=num_units)
     acyclic = topological_order(num_units, us, ud) is not None
 
-    transfers = _transfer_tables(graph, unit, num_units, cross & data)
+    # A step sends nothing to the ops it does not run (initialisers): those edges carry no transfer.
+    stepped = np.ones(len(dst), dtype=bool) if graph.in_step is None else graph.in_step[dst]
+    transfers = _transfer_tables(graph, unit, num_units, cross & data & stepped)
     external, transient = _activation_bytes(graph, unit, num_units, src, dst, data)
     return Units(
         unit,

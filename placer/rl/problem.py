@@ -128,25 +128,7 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
     Returns:
       (Problem, placer.core.grouping.Grouping)
     """
-    gc = placer_config.grouping
-    options = {
-        "merge_single_consumer": gc.merge_single_consumer,
-        "max_group_ops": gc.max_group_ops,
-        "target_groups": gc.get("target_groups", 0),
-        "scope_depth": gc.get("scope_depth", 0),
-        "colocate_gradients": gc.get("colocate_gradients", False),
-    }
-    min_groups = gc.get("min_groups", -1)
-    options["min_groups"] = (
-        grouping.group_floor(options["target_groups"], cluster.num_devices) if min_groups < 0 else min_groups
-    )
-    limit = COLOUR_SLACK * options["target_groups"]
-    groups = grouping.group(graph, **options, op_colors=op_colors, give_up_above=limit)
-    if groups is None or (op_colors is not None and limit and groups.num_groups > limit):
-        # The warm start's colours kept groups apart far past the target (thousands of groups on a
-        # large graph, each a step of the policy): group as placer-extract does; the warm start then
-        # imitates each group's device.
-        groups = grouping.group(graph, **options)
+    groups = group_graph(graph, cluster, placer_config, op_colors)
     feats = features.features(graph, groups)
     leader = np.asarray(groups.tie, np.int32)
     # A tie class can only go where all of its groups can run.
@@ -167,3 +149,32 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
         seconds=tie_class_seconds(graph, cluster, leader[groups.op_group], groups.num_groups)[leader],
     )
     return problem, groups
+
+
+def group_graph(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.ndarray | None = None):
+    """The grouping `make_problem` places (its arguments as there): the config's grouping, kept apart by
+    `op_colors` unless that leaves more than COLOUR_SLACK times the target's groups.
+
+    Returns:
+      placer.core.grouping.Grouping.
+    """
+    gc = placer_config.grouping
+    options = {
+        "merge_single_consumer": gc.merge_single_consumer,
+        "max_group_ops": gc.max_group_ops,
+        "target_groups": gc.get("target_groups", 0),
+        "scope_depth": gc.get("scope_depth", 0),
+        "colocate_gradients": gc.get("colocate_gradients", False),
+    }
+    min_groups = gc.get("min_groups", -1)
+    options["min_groups"] = (
+        grouping.group_floor(options["target_groups"], cluster.num_devices) if min_groups < 0 else min_groups
+    )
+    limit = COLOUR_SLACK * options["target_groups"]
+    groups = grouping.group(graph, **options, op_colors=op_colors, give_up_above=limit)
+    if groups is None or (op_colors is not None and limit and groups.num_groups > limit):
+        # The warm start's colours kept groups apart far past the target (thousands of groups on a
+        # large graph, each a step of the policy): group as placer-extract does; the warm start then
+        # imitates each group's device.
+        groups = grouping.group(graph, **options)
+    return groups

@@ -202,6 +202,26 @@ def prepare_problem(graph, cluster, placer_config, measurer, seed: int, log=prin
     return problem, groups, warm
 
 
+def placed_groups(graph, cluster, placer_config, seed: int = 0, log=print):
+    """What placer-train places on `graph`: the grouping of methods that choose their own start, and of the
+    warm-started ones (their warm start's baselines placed and measured by the simulator, as placer-train
+    with `--measure=sim` does, and the fastest's devices kept apart as `prepare_problem` keeps them).
+
+    Returns:
+      (Grouping, Grouping or None, (step time s, Placement) or None): the plain grouping, the warm-started
+      methods' (None without a warm start) and the warm start's baseline.
+    """
+    plain = problem_lib.group_graph(graph, cluster, placer_config)
+    if not placer_config.train.warm_start:
+        return plain, None, None
+    sim = measure_registry.make_measurer("sim", graph, cluster)
+    skipped = skips_list_scheduling(placer_config.train.warm_start, graph.num_ops, placer_config.train)
+    warm = best_baseline(graph, cluster, sim, placer_config.train.warm_start, seed, log, bool(skipped))
+    if warm is None:
+        return plain, plain, None
+    return plain, problem_lib.group_graph(graph, cluster, placer_config, warm[1].devices), warm
+
+
 def _check_options(config) -> None:
     """Checks the config's named choices (update rule, schedules, encoder) before any work."""
     config_common.check_placer_config(config.placer)
