@@ -52,9 +52,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines import search, single
+from baselines import search
 from placer.core.errors import InputError
 from placer.rl import learn_anneal, learn_ce
+from placer.rl import learner as learner_lib
 from placer.rl.learner import Setup
 
 TAU = 0.002  # the move values' temperature: a move measured 0.2% slower is drawn e (2.7) times less often
@@ -65,6 +66,7 @@ class CrossEntropyOrAnnealing:
 
     name = "ce_or_annealing"
     init_from = "policy"  # --init_from: a placer-pretrain folder
+    uses_start = True  # measures single_gpu first (placer.rl.learner.start_placement)
 
     def __init__(self, setup: Setup, learning: bool = True, probe: int = 16, share: float = 0.25, rate: float = 0.05):
         if setup.budget <= 0:
@@ -76,7 +78,7 @@ class CrossEntropyOrAnnealing:
         allowed = self.space.allowed
         uniform = allowed / allowed.sum(axis=1, keepdims=True)
         self.Q = (self.ce.start_table if setup.init_from else uniform).copy()  # [L, D] the annealing branch's table
-        self.start = self.space.from_ops(single.place_single_gpu(self.space.graph, self.space.cluster).devices)
+        self.start = self.space.from_ops(learner_lib.start_placement(setup).devices)
         self.V = np.zeros_like(self.Q)  # [L, D] measured relative step-time change per move (module doc)
         self.descending = True  # whether the annealing branch's last round moved to a faster placement
         self.branch = None  # "cross_entropy" or "annealing" once the first round is measured

@@ -38,6 +38,7 @@ import numpy as np
 from baselines import search
 from placer.core import atomic
 from placer.core.errors import InputError
+from placer.rl import learner as learner_lib
 from placer.rl import move_models
 from placer.rl.learner import Setup
 
@@ -49,6 +50,7 @@ class Plain:
 
     name = "annealing"
     init_from = None  # what --init_from names: nothing (it starts from nothing learned)
+    uses_start = True  # starts from single_gpu (placer.rl.learner.start_placement)
 
     def __init__(self, setup: Setup, learning: bool = True):
         if setup.init_from and not self.init_from:
@@ -60,8 +62,9 @@ class Plain:
         self.space = search.Space(problem.graph, setup.cluster, setup.groups, 0)
         self.rng = np.random.default_rng(setup.seed)
         self.anneal = search.Annealing(
-            self.space, self.rng, setup.budget, search.BATCH, search.T_START, search.T_END, moves=self.moves
-        )
+            self.space, self.rng, setup.budget, search.BATCH, search.T_START, search.T_END, moves=self.moves,
+            start=self.space.from_ops(learner_lib.start_placement(setup).devices) if self.uses_start else None,
+        )  # fmt: skip
         self._last = None  # [k, L] the tie classes' devices of the last proposal
 
     def moves(self, rng, cur: np.ndarray, k: int) -> np.ndarray:
@@ -264,6 +267,7 @@ class RandomSearch(Plain):
     """baselines.search's random search (uniform placements of the tie classes), driven by the same loop."""
 
     name = "random_search"
+    uses_start = False  # draws every placement uniformly
 
     def propose(self, limit: int) -> np.ndarray:
         self._last = self.space.random(self.rng, min(search.BATCH, limit))

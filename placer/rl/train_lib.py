@@ -118,9 +118,10 @@ def run(
     if init_from is not None and methods.init_from(name) == "policy":
         log(f"policy from {init_from}: {transfer_lib.trained_on(transfer_lib.read_description(init_from))}")
     budget = max_placements or steps * int(placer.train.samples_per_step)
+    start = None if resume else cpu_only_start(name, graph, cluster, measurer, seed, placer.train, log)
     setup = learner_lib.Setup(
         problem, groups, cluster, placer, measurer, workdir, seed=seed, budget=budget, warm=None if resume else warm,
-        init_from=init_from, source=source, log=log,
+        start=start, init_from=init_from, source=source, log=log,
     )  # fmt: skip
     loop = search_loop.Loop(
         method(setup), problem, measurer, workdir, placer.train.checkpoint_every,
@@ -139,6 +140,24 @@ def run(
     atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
     _log_result(summary, last, log)
     return summary
+
+
+def cpu_only_start(name: str, graph, cluster, measurer, seed: int, train_config, log=print):
+    """Where a method that starts from single_gpu starts on a cluster without a GPU: the fastest baseline that
+    runs there (every registered one measured, counted against the budget, as a warm start is).
+
+    Returns:
+      (step time s, Placement) or None: the cluster has a GPU, the method does not start from single_gpu
+      (or is given a warm start), or no baseline ran (the method then starts from single_cpu).
+    """
+    if not methods.uses_start(name) or methods.uses_warm_start(name) or cluster.indices_of_type("GPU"):
+        return None
+    skipped = skips_list_scheduling("all", graph.num_ops, train_config)
+    log(f"start: single_gpu needs a GPU and {cluster.name} has none; {name} starts from the fastest baseline")
+    start = best_baseline(graph, cluster, measurer, "all", seed, log, skip_list_scheduling=bool(skipped))
+    if start is not None:
+        log(f"start: {start[1].metadata.get('method')}, {fmt.seconds(start[0])} (fastest of the baselines that ran)")
+    return start
 
 
 def start_line(warm_start: str, resume: bool, init_from: str | None, skipped_above: int = 0) -> str:
