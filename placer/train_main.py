@@ -41,11 +41,23 @@ _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0, "Stop training after this many minutes of wall time (0 = no limit); results are still written."
 )
 _PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress line.")
+# What --init_from accepts, by the method's `init_from` (placer.rl.methods.init_from); a test checks it
+# against the registry. Written out here: --help does not import the methods (TensorFlow).
+INIT_FROM_ACCEPTS = {
+    "policy": "a placer-pretrain policy folder",
+    "learned_moves": "the --workdir of an earlier learned_moves search (any graph; its learned move weights)",
+}
+INIT_FROM_METHODS = {
+    "policy": ("seq2seq", "cross_entropy", "cross_entropy_off", "ce_or_annealing", "ce_or_annealing_off"),
+    "learned_moves": ("learned_moves", "learned_moves_off"),
+}
 _INIT_FROM = flags.DEFINE_string(
     "init_from",
     None,
-    "seq2seq: a placer-pretrain policy folder to fine-tune (the graph policy); learned_moves: the --workdir of an "
-    "earlier learned_moves search (any graph), whose learned move weights start this one.",
+    "What the method starts from. "
+    + "; ".join(f"{', '.join(INIT_FROM_METHODS[k])}: {v}" for k, v in INIT_FROM_ACCEPTS.items())
+    + ". seq2seq fine-tunes the policy, the others of its list start from its placements' device shares. "
+    "Other methods take none.",
 )
 _ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
 

@@ -31,9 +31,9 @@ CSV_COLUMNS = (
 
 
 def status(row) -> str:
-    """The step time with its unit (3 significant figures), or the failure as the paper writes it ("OOM")."""
+    """The step time with its unit (4 significant figures), or the failure as the paper writes it ("OOM")."""
     if row.ok:
-        return fmt.seconds(row.step_time)
+        return fmt.step_time(row.step_time)
     return "OOM" if row.failure == "oom" else str(row.failure)
 
 

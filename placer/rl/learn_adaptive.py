@@ -53,6 +53,7 @@ from __future__ import annotations
 import numpy as np
 
 from baselines import search
+from placer.core import fmt
 from placer.core.errors import InputError
 from placer.rl import learn_anneal, learn_ce
 from placer.rl import learner as learner_lib
@@ -78,7 +79,7 @@ class CrossEntropyOrAnnealing:
         allowed = self.space.allowed
         uniform = allowed / allowed.sum(axis=1, keepdims=True)
         self.Q = (self.ce.start_table if setup.init_from else uniform).copy()  # [L, D] the annealing branch's table
-        self.start = self.space.from_ops(learner_lib.start_placement(setup).devices)
+        self.start = learner_lib.start_classes(setup, self.space, learner_lib.start_placement(setup).devices)
         self.V = np.zeros_like(self.Q)  # [L, D] measured relative step-time change per move (module doc)
         self.descending = True  # whether the annealing branch's last round moved to a faster placement
         self.branch = None  # "cross_entropy" or "annealing" once the first round is measured
@@ -168,10 +169,17 @@ class CrossEntropyOrAnnealing:
             return {**self.ce.observe(devices, results), "branch": 0}
         if self.branch is None:
             probe = t[1:]
+            faster = int((probe < t[0]).sum())
+            self.setup.log(
+                f"{self.name}: {faster} of {len(probe)} cross-entropy samples beat its start "
+                f"{learner_lib.start_name(self.setup)} ({fmt.step_time(t[0])})"
+            )
             if not np.isfinite(t[0]) or (len(probe) and (probe < t[0]).mean() > self.share):
+                self.setup.log(f"{self.name}: branch cross_entropy (more than {self.share:.0%} beat the start)")
                 self.branch = "cross_entropy"
                 self.ce._last = cand[1:]
                 return {**self.ce.observe(devices[1:], results[1:]), "branch": 0}
+            self.setup.log(f"{self.name}: branch annealing from its start (at most {self.share:.0%} beat it)")
             self.branch, self.anneal = "annealing", self._annealing()
             self.anneal.observe(cand[:1], t[:1])
             return {"mean_step_time": mean, "branch": 1}

@@ -63,7 +63,9 @@ class Plain:
         self.rng = np.random.default_rng(setup.seed)
         self.anneal = search.Annealing(
             self.space, self.rng, setup.budget, search.BATCH, search.T_START, search.T_END, moves=self.moves,
-            start=self.space.from_ops(learner_lib.start_placement(setup).devices) if self.uses_start else None,
+            start=learner_lib.start_classes(setup, self.space, learner_lib.start_placement(setup).devices)
+            if self.uses_start
+            else None,
         )  # fmt: skip
         self._last = None  # [k, L] the tie classes' devices of the last proposal
 
@@ -195,7 +197,7 @@ class FromWarmStart(Plain):
         super().__init__(setup, learning)
         self._start = None
         if setup.warm is not None:
-            start = self.space.from_ops(setup.warm[1].devices)
+            start = learner_lib.start_classes(setup, self.space, setup.warm[1].devices)
             devices = self.space.groups.expand(start[None])
             t = step_times(setup.problem.measure(setup.measurer, devices))
             if np.isfinite(t[0]):

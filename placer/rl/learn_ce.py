@@ -91,7 +91,7 @@ class CrossEntropy:
         """[L, D] single_gpu as a one-hot table, or the pretrained policy's device frequencies."""
         D = self.space.allowed.shape[1]
         if self.setup.init_from is None:
-            start = self.space.from_ops(learner_lib.start_placement(self.setup).devices)
+            start = learner_lib.start_classes(self.setup, self.space, learner_lib.start_placement(self.setup).devices)
             return np.eye(D)[start] * self.space.allowed
         from placer.rl import transfer_lib  # noqa: PLC0415 (TensorFlow, only when a policy is read)
 

@@ -69,6 +69,13 @@ def start_placement(setup: Setup) -> Placement:
     return single.place_start(setup.problem.graph, setup.cluster)
 
 
+def start_classes(setup: Setup, space, op_devices: np.ndarray) -> np.ndarray:
+    """[L] the device of each tie class of `space` (a baselines.search.Space on `setup`'s groups) that places
+    the op placement `op_devices` [n_ops] as `setup.problem` reads it: its majority device, which is the
+    placement itself where the problem decodes relative to it (Problem.with_base)."""
+    return setup.problem.target(np.asarray(op_devices))[space.groups.leaders()]
+
+
 def start_name(setup: Setup) -> str:
     """The name of `start_placement`'s baseline, for the logs and summary.json."""
     return str(start_placement(setup).metadata.get("method", "single_gpu"))

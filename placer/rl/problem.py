@@ -41,6 +41,11 @@ class Problem:
       op_level: measure placements op by op (the placement carries no group
         map); otherwise a measurer may run each group's ops back to back,
         which is faster but overestimates step times (by up to 40% on NMT).
+      base: [n_ops] device per op of the baseline a search starts from, where
+        the groups mix its devices (`with_base`), else None.
+      base_target: [G] each group's majority device in `base`: a group placed
+        there keeps `base`'s own devices op by op, so the group placement
+        `base_target` is `base` itself, which a search can always return to.
     """
 
     graph: object
@@ -56,6 +61,8 @@ class Problem:
     edge_dst: np.ndarray | None = None
     edge_bytes: np.ndarray | None = None
     seconds: np.ndarray | None = None
+    base: np.ndarray | None = None
+    base_target: np.ndarray | None = None
 
     def __post_init__(self):
         if self.leader is None:
@@ -65,11 +72,41 @@ class Problem:
     def num_groups(self) -> int:
         return len(self.type_ids)
 
+    def target(self, op_devices: np.ndarray) -> np.ndarray:
+        """[G] the device of each group by majority of its ops in `op_devices` [n_ops], tied groups alike."""
+        ones = np.ones(len(self.op_group))
+        return rl_math.group_devices_from_ops(
+            op_devices, self.op_group, self.leader, ones, len(self.device_names), allowed=self.allowed
+        )
+
+    def with_base(self, op_devices: np.ndarray) -> Problem:
+        """This problem decoding group placements relative to the op placement `op_devices` [n_ops] (a
+        baseline's), when its groups mix that placement's devices; else itself.
+
+        A group on its majority device (`target`) keeps the baseline's devices op by op, any other device
+        takes the whole group: the baseline stays reachable, as the group placement `target(op_devices)`,
+        and every group placement means what it meant before where the groups do not mix it. Measured op
+        by op (a group may then be split).
+        """
+        op_devices = np.asarray(op_devices, np.int64)
+        target = self.target(op_devices)
+        if np.array_equal(target[self.op_group], op_devices):
+            return self
+        return dataclasses.replace(self, base=op_devices, base_target=target, op_level=True)
+
+    def op_devices(self, group_devices: np.ndarray) -> np.ndarray:
+        """[..., n_ops] device per op of [..., G] devices per group (relative to `base` when there is one)."""
+        group_devices = np.asarray(group_devices)
+        devices = group_devices[..., self.op_group]
+        if self.base is None:
+            return devices
+        keep = devices == self.base_target[self.op_group]
+        return np.where(keep, self.base, devices)
+
     def placement(self, group_devices: np.ndarray, **metadata) -> Placement:
         """The op-level placement of a device per group."""
         if self.op_level:
-            devices = np.asarray(group_devices)[self.op_group]
-            return Placement.from_ops(self.graph, devices, self.device_names, **metadata)
+            return Placement.from_ops(self.graph, self.op_devices(group_devices), self.device_names, **metadata)
         return Placement.from_groups(self.graph, self.op_group, group_devices, self.device_names, **metadata)
 
     def measure(self, measurer, actions: np.ndarray) -> list[Measurement]:
@@ -78,7 +115,7 @@ class Problem:
         (placer.core.measurement.measure_devices)."""
         actions = np.asarray(actions)
         if self.op_level:
-            return measurement.measure_devices(measurer, self.graph, self.device_names, actions[:, self.op_group])
+            return measurement.measure_devices(measurer, self.graph, self.device_names, self.op_devices(actions))
         return measurement.measure_devices(measurer, self.graph, self.device_names, actions, op_group=self.op_group)
 
 

@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from baselines import registry as baseline_registry
+from baselines import single
 from configs import common as config_common
 from graphs import local_cluster, pipeline
 from placer.core import atomic, fmt
@@ -112,27 +113,28 @@ def run(
     )
     skipped = skips_list_scheduling(placer.train.warm_start, graph.num_ops, placer.train)
     if methods.uses_warm_start(name) or resume:
-        log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from, skipped))
+        log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from, skipped, warm))
     else:
         log(f"warm start: not used by {name}, which chooses its own start")
     if init_from is not None and methods.init_from(name) == "policy":
         log(f"policy from {init_from}: {transfer_lib.trained_on(transfer_lib.read_description(init_from))}")
     budget = max_placements or steps * int(placer.train.samples_per_step)
-    start = None if resume else cpu_only_start(name, graph, cluster, measurer, seed, placer.train, log)
+    start = cpu_only_start(name, graph, cluster, measurer, seed, placer.train, log)
+    problem = from_its_start(problem, name, warm, start, cluster, log)
     setup = learner_lib.Setup(
         problem, groups, cluster, placer, measurer, workdir, seed=seed, budget=budget, warm=None if resume else warm,
-        start=start, init_from=init_from, source=source, log=log,
+        start=None if resume else start, init_from=init_from, source=source, log=log,
     )  # fmt: skip
     loop = search_loop.Loop(
         method(setup), problem, measurer, workdir, placer.train.checkpoint_every,
-        {"method": "rl", "learner": name, "cluster": cluster.name, "measure": config.measure, "level": level},
+        {"method": name, "learner": name, "cluster": cluster.name, "measure": config.measure, "level": level},
     )  # fmt: skip
     start = loop.restore() if resume else 0
     if resume and loop._done(limits, time.time()):
         log(f"{workdir}: finished at step {start} ({loop.placements} placements); nothing to do, nothing changed")
         return _read_json(os.path.join(workdir, "summary.json"))
     if resume:
-        log(f"resumed at step {start} ({loop.placements} placements), best so far {fmt.seconds(loop.best_t)}")
+        log(f"resumed at step {start} ({loop.placements} placements), best so far {fmt.step_time(loop.best_t)}")
     t_train = time.time()
     with measure_registry.measuring(inner, save=lambda: loop.save(time.time()), step=lambda: loop.rounds):
         last = loop.run(limits, progress=progress)
@@ -140,6 +142,37 @@ def run(
     atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
     _log_result(summary, last, log)
     return summary
+
+
+def from_its_start(problem, name: str, warm, start, cluster, log=print):
+    """`problem` decoding group placements relative to the baseline the method `name` starts from (its warm
+    start's, or its start's: single_gpu or, without a GPU, `start`), where the groups mix that baseline's
+    devices: the search then starts from the baseline itself and can always return it (Problem.with_base).
+
+    Args:
+      problem: the grouped problem.
+      name: the method.
+      warm, start: (step time s, Placement) or None, of the warm start and of `cpu_only_start`.
+      cluster: the devices.
+      log: where the line saying so goes.
+    """
+    if methods.uses_warm_start(name):
+        begin = None if warm is None else warm[1]
+    elif methods.uses_start(name):
+        begin = start[1] if start is not None else single.place_start(problem.graph, cluster)
+    else:
+        begin = None
+    if begin is None:
+        return problem
+    based = problem.with_base(begin.devices)
+    if based.base is not None:
+        mixed = int((based.base_target[based.op_group] != based.base).sum())
+        log(
+            f"start: the groups mix {begin.metadata.get('method')}'s devices ({mixed:,} ops off their group's "
+            "majority device); a group on its majority device keeps them, so the search starts from "
+            f"{begin.metadata.get('method')}'s own placement and can return to it"
+        )
+    return based
 
 
 def cpu_only_start(name: str, graph, cluster, measurer, seed: int, train_config, log=print):
@@ -156,15 +189,19 @@ def cpu_only_start(name: str, graph, cluster, measurer, seed: int, train_config,
     log(f"start: single_gpu needs a GPU and {cluster.name} has none; {name} starts from the fastest baseline")
     start = best_baseline(graph, cluster, measurer, "all", seed, log, skip_list_scheduling=bool(skipped))
     if start is not None:
-        log(f"start: {start[1].metadata.get('method')}, {fmt.seconds(start[0])} (fastest of the baselines that ran)")
+        log(f"start: {start[1].metadata.get('method')}, {fmt.step_time(start[0])} (fastest of the baselines that ran)")
     return start
 
 
-def start_line(warm_start: str, resume: bool, init_from: str | None, skipped_above: int = 0) -> str:
-    """What a run starts from: a warm start (the baselines it imitates) or none, a resumed or a pretrained policy.
+def start_line(
+    warm_start: str, resume: bool, init_from: str | None, skipped_above: int = 0, warm: tuple | None = None
+) -> str:
+    """What a run starts from: a warm start (the baseline it starts from, of those named) or none, a resumed
+    or a pretrained policy.
 
     `skipped_above` > 0: the warm start left out the list-scheduling baselines
     because the graph has more ops than that (`skips_list_scheduling`).
+    `warm`: (step time s, Placement) of the baseline it starts from.
 
     >>> start_line("", False, None), start_line("expert", True, None)
     ('warm start: off (uniform policy)', 'warm start: off (resumed from the checkpoint)')
@@ -177,7 +214,10 @@ def start_line(warm_start: str, resume: bool, init_from: str | None, skipped_abo
         return f"warm start: off (policy from --init_from={init_from})"
     if warm_start:
         skipped = f" (list scheduling skipped above {skipped_above:,} ops)" if skipped_above else ""
-        return f"warm start: on, imitating the fastest of {warm_start}{skipped}"
+        if warm is None:
+            return f"warm start: on, imitating the fastest of {warm_start}{skipped}"
+        name = warm[1].metadata.get("method", "?")
+        return f"warm start: on, from {name} ({fmt.step_time(warm[0])}), the fastest of {warm_start}{skipped}"
     return "warm start: off (uniform policy)"  # none asked, or none of the baselines ran
 
 
@@ -313,7 +353,7 @@ def _log_result(summary: dict, last: dict, log) -> None:
     best, lb, wall = summary["best_step_time"], summary["lower_bound"], summary["train_seconds"]
     if best is not None:
         log(
-            f"best step time {fmt.seconds(best)}, {best / lb:.2f}x the lower bound ({fmt.seconds(lb)}; 1x is the "
+            f"best step time {fmt.step_time(best)}, {best / lb:.2f}x the lower bound ({fmt.step_time(lb)}; 1x is the "
             f"best possible); {summary['steps']} steps in {fmt.seconds(wall)}"
         )
     elif last:

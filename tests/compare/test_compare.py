@@ -281,7 +281,7 @@ def test_cli_missing_reference_is_explained_or_refused(tmp_path):
     # No expert row: the fastest baseline (single GPU, 10 s against the CPU's 100 s) is the reference.
     lines = out.stdout.splitlines()
     assert "reference: single_gpu, the fastest baseline (expert is not among the compared placements)" in lines
-    assert re.search(r"^single_cpu +100 s +900.0% slower ", out.stdout, re.M), out.stdout
+    assert re.search(r"^single_cpu +100.0 s +900.0% slower ", out.stdout, re.M), out.stdout
     expect_error(run(tmp_path, cluster, "--methods=single_cpu", "--reference=nobody"), "--reference", "'nobody'")
 
 
