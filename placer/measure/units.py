@@ -226,6 +226,8 @@ def _activation_bytes(graph, unit, num_units, src, dst, data):
     """
     n = graph.num_ops
     obytes = graph.output_bytes.astype(np.int64)
+    if graph.in_step is not None:  # a step never makes the outputs of ops it does not run
+        obytes = np.where(graph.in_step, obytes, 0)
     s, d = src[data], dst[data]
     has_ext = np.zeros(n, dtype=bool)
     has_ext[s[unit[s] != unit[d]]] = True

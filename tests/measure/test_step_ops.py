@@ -75,3 +75,15 @@ def test_a_step_sends_nothing_to_an_op_it_does_not_run():
     assert sim.measure([Placement.from_groups(step, sim.op_group, np.array([0, 0, 1]), sim.cluster.device_names)])[
         0
     ].step_time == pytest.approx(3.75)
+
+
+def test_an_op_outside_the_step_holds_no_memory():
+    """`init` writes 1 GB (an initialiser's random tensor of a variable's size): charged, it would be the
+    device's peak; a step never makes it, so the peak is a's and b's 100-byte outputs alone."""
+    g = OpGraph.create(
+        "g", ["init", "a", "b"], ["RandomUniform", "T", "T"], [("a", "b", 100)], output_bytes=[10**9, 100, 100],
+        device_types=("CPU",), compute_cost=np.array([[0.0], [1.0], [1.0]]),
+    )  # fmt: skip
+    on_one = np.zeros(3, np.int64)
+    assert simulate(g, cpus(), on_one).peak_memory[0] >= 10**9
+    assert simulate(g.with_step_ops(np.array([False, True, True])), cpus(), on_one).peak_memory[0] <= 200
