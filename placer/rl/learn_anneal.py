@@ -186,8 +186,9 @@ def read_state(path: str, keys=("model", "annealing")) -> dict:
 class FromWarmStart(Plain):
     """Annealing started from the warm start's fastest baseline (placer-train's `warm_start`), not single_gpu.
 
-    The start is the baseline's majority device per tie class, measured once more (it counts, like the
-    baselines the warm start measured); without a warm start, or on resuming, this is `Plain`.
+    The start is the baseline's majority device per tie class, which placer-train's problem reads as the
+    baseline itself where the groups mix its devices (Problem.with_base), measured once more (it counts,
+    like the baselines the warm start measured); without a warm start, or on resuming, this is `Plain`.
     """
 
     name = "annealing_warm"
