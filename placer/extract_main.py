@@ -107,7 +107,7 @@ def _placed_lines(extracted, config, cluster) -> list[str]:
     of the warm-started ones (which keep the fastest baseline's devices apart)."""
     from configs import common  # noqa: PLC0415 (ml_collections configs)
     from graphs import pipeline  # noqa: PLC0415 (TensorFlow)
-    from placer.rl import methods, train_lib  # noqa: PLC0415 (TensorFlow)
+    from placer.rl import methods, starts  # noqa: PLC0415 (TensorFlow)
 
     graph = extracted.graph
     try:
@@ -119,7 +119,7 @@ def _placed_lines(extracted, config, cluster) -> list[str]:
     if _TARGET.value is not None:
         placer.grouping.target_groups = _TARGET.value
     placer.train.warm_start = _WARM_START.value
-    plain, warm_groups, warm = train_lib.placed_groups(graph, cluster, placer, log=lambda *_: None)
+    plain, warm_groups, warm = starts.placed_groups(graph, cluster, placer, log=lambda *_: None)
     own = [m for m in methods.names() if not methods.uses_warm_start(m)]
     warmed = [m for m in methods.names() if methods.uses_warm_start(m)]
     lines = [
