@@ -81,6 +81,12 @@ def gpu_indices(cluster: Cluster, method: str) -> list[int]:
     return gpus
 
 
+def spread_targets(cluster: Cluster) -> list[int]:
+    """The devices a partitioner spreads a graph over: the GPUs, or every device of a cluster without one
+    (its CPUs are all there is to spread over)."""
+    return cluster.indices_of_type("GPU") or list(range(cluster.num_devices))
+
+
 def first_cpu(cluster: Cluster) -> int:
     """Returns the index of the first CPU, or of device 0 when there is none."""
     cpus = cluster.indices_of_type("CPU")

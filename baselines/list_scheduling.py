@@ -12,7 +12,7 @@ time; the memory an op needs (persistent bytes + output bytes) stays charged
 to its device for the whole step, and an op goes only where it fits. An op
 that fits nowhere goes to the allowed device with the most free memory (the
 measurer then reports the out-of-memory failure). Targets are the GPUs by
-default (Baechi places on GPUs); ops with no GPU kernel go to their fallback
+default (Baechi places on GPUs; every device of a cluster without one); ops with no GPU kernel go to their fallback
 device (baselines.common). A colocation set is pinned to the device of its
 first scheduled member. Everything then passes through baselines.common.
 """
@@ -49,8 +49,9 @@ class Schedule:
 
 
 def targets_of(cluster: Cluster, method: str, use_cpu: bool) -> list[int]:
-    """Returns the target devices: all of them, or the GPUs (InputError if none)."""
-    return list(range(cluster.num_devices)) if use_cpu else common.gpu_indices(cluster, method)
+    """Returns the target devices: all of them, or the GPUs (all of them on a cluster without a GPU)."""
+    del method
+    return list(range(cluster.num_devices)) if use_cpu else common.spread_targets(cluster)
 
 
 def op_memory(graph: OpGraph) -> np.ndarray:
@@ -284,8 +285,7 @@ def place_m_topo(graph: OpGraph, cluster: Cluster, *, seed=None, use_cpu: bool =
       use_cpu: also fill the CPU(s) (default: GPUs only, as Baechi).
       **options: none others; any other raises InputError.
 
-    Raises:
-      InputError: `use_cpu` is False and the cluster has no GPU.
+    On a cluster without GPUs every device is a target.
     """
     del seed
     common.refuse_options("m_topo", options, ("use_cpu",))
@@ -303,8 +303,7 @@ def place_m_etf(graph: OpGraph, cluster: Cluster, *, seed=None, use_cpu: bool = 
       use_cpu: also schedule on the CPU(s) (default: GPUs only, as Baechi).
       **options: none others; any other raises InputError.
 
-    Raises:
-      InputError: `use_cpu` is False and the cluster has no GPU.
+    On a cluster without GPUs every device is a target.
     """
     del seed
     common.refuse_options("m_etf", options, ("use_cpu",))

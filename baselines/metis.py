@@ -31,11 +31,10 @@ def place(graph: OpGraph, cluster: Cluster, *, seed=None, use_cpu: bool = False,
       use_cpu: partition over every device instead of the GPUs only.
       **options: none others; any other raises InputError.
 
-    Raises:
-      InputError: `use_cpu` is False and the cluster has no GPU.
+    On a cluster without GPUs the partition spreads over every device.
     """
     common.refuse_options("metis", options, ("use_cpu",))
-    targets = list(range(cluster.num_devices)) if use_cpu else common.gpu_indices(cluster, "metis")
+    targets = list(range(cluster.num_devices)) if use_cpu else common.spread_targets(cluster)
     n = graph.num_ops
     if len(targets) == 1 or n < 2:
         dev = np.full(n, targets[0], dtype=np.int64)

@@ -26,10 +26,9 @@ def place(graph: OpGraph, cluster: Cluster, *, seed=None, strategy: str | None =
       strategy: optional Scotch mapping strategy string.
       **options: none others; any other raises InputError.
 
-    Raises:
-      InputError: the cluster has no GPU.
+    On a cluster without GPUs the mapping spreads over every device (Scotch's own mapping then).
     """
     common.refuse_options("mincut", options, ("strategy",))
-    gpus = common.gpu_indices(cluster, "mincut")
-    dev = scotch_map(graph, cluster, gpus, seed=seed, strategy=strategy)
+    targets = common.spread_targets(cluster)
+    dev = scotch_map(graph, cluster, targets, seed=seed, strategy=strategy)
     return common.finish(graph, cluster, dev, "mincut", seed=seed)

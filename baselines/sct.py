@@ -187,8 +187,7 @@ def place(
       lp_time_limit: seconds HiGHS may take.
       **options: none others; any other raises InputError.
 
-    Raises:
-      InputError: `use_cpu` is False and the cluster has no GPU.
+    On a cluster without GPUs every device is a target.
     """
     del seed
     common.refuse_options("m_sct", options, ("use_cpu", "lp_max_vars", "lp_time_limit"))

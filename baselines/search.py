@@ -11,8 +11,8 @@ bench/rl.py: the simulator the learner uses).
   device all of its ops have kernels for; the fastest is kept. The same
   draws, without measuring, are `baselines.space.random_group_devices`.
 - "local_search": simulated annealing (Kirkpatrick et al., Science 1983)
-  started from single_gpu (or, when that does not run, the fastest random
-  placement that does). Each round proposes `batch` neighbours, each moving
+  started from single_gpu (single_cpu on a cluster without a GPU; or, when
+  that does not run, the fastest random placement that does). Each round proposes `batch` neighbours, each moving
   one tie class to another allowed device; the fastest neighbour replaces the
   current placement if it is faster, or else with probability exp(-delta / T),
   delta the step-time increase in seconds and T a temperature falling
@@ -121,10 +121,15 @@ class Annealing:
       batch: neighbours per round.
       t_start, t_end: first and last temperature, as fractions of the start's step time.
       moves: callable(rng, cur [L], k) -> [k, L] neighbours; default `baselines.space.uniform_moves`.
+      start: [L] the tie classes' devices measured first; default single_gpu's (`single.place_start`).
     """
 
-    def __init__(self, space: Space, rng, budget: int, batch: int, t_start: float, t_end: float, moves=None):
+    def __init__(
+        self, space: Space, rng, budget: int, batch: int, t_start: float, t_end: float, moves=None, start=None
+    ):
         self.space, self.rng, self.budget, self.batch = space, rng, int(budget), int(batch)
+        # [L] the first placement measured: single_gpu (single_cpu without a GPU) unless given
+        self.start = space.from_ops(single.place_start(space.graph, space.cluster).devices) if start is None else start
         self.t_start, self.t_end = float(t_start), float(t_end)
         self.moves = moves or (lambda r, cur, k: uniform_moves(space, r, cur, k))
         self.done = 0
@@ -146,7 +151,7 @@ class Annealing:
     def propose(self) -> np.ndarray:
         """[k, L] the next placements to measure: single_gpu first, random ones while no start ran, then neighbours."""
         if self.done == 0:
-            return self.space.from_ops(single.place_single_gpu(self.space.graph, self.space.cluster).devices)[None]
+            return np.asarray(self.start)[None]
         k = min(self.batch, self.budget - self.done)
         if not self.started:
             return self.space.random(self.rng, k)
@@ -232,7 +237,7 @@ def place_local_search(
         if on_measured is not None and search.started:
             on_measured(search.done, search.best_t)
     if not search.started:
-        raise InputError(f"local_search: neither single_gpu nor {budget - 1} random placements of {graph.name} ran")
+        raise InputError(f"local_search: neither its start nor {budget - 1} random placements of {graph.name} ran")
     return space.placement(
         search.best, "local_search", step_time=search.best_t, budget=int(budget), samples=search.done
     )

@@ -52,6 +52,14 @@ def place_single_gpu(graph: OpGraph, cluster: Cluster, *, seed=None, **options) 
     return common.finish(graph, cluster, dev, "single_gpu")
 
 
+def place_start(graph: OpGraph, cluster: Cluster, *, seed=None) -> Placement:
+    """Where a search starts by default: single_gpu, or single_cpu on a cluster without a GPU (everything on
+    one device either way; placer-train gives its methods the fastest baseline instead there)."""
+    if cluster.indices_of_type("GPU"):
+        return place_single_gpu(graph, cluster, seed=seed)
+    return place_single_cpu(graph, cluster, seed=seed)
+
+
 def place_tf_default(graph: OpGraph, cluster: Cluster, *, seed=None, **options) -> Placement:
     """Imitates TensorFlow's default placer on a GPU machine (module docstring).
 

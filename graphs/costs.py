@@ -40,9 +40,11 @@ def device_types_of(cluster: Cluster) -> tuple[str, ...]:
     return tuple(dict.fromkeys(d.type for d in cluster.devices))
 
 
-def _with_kernels(graph: OpGraph, types: tuple[str, ...], cost: np.ndarray) -> OpGraph:
+def _with_kernels(graph: OpGraph, types: tuple[str, ...], cost: np.ndarray, in_step: np.ndarray) -> OpGraph:
+    """`graph` with `cost` [n, T] seconds (0 outside the step, NaN without a kernel) and `in_step` [n] bool."""
+    cost = np.where(in_step[:, None], cost, 0.0)
     cost = np.where(extract.kernel_mask(graph, types), cost, np.nan)
-    return graph.with_costs(types, cost)
+    return graph.with_costs(types, cost).with_step_ops(in_step)
 
 
 def grappler_op_costs(metagraph, device: Device) -> dict[str, float]:
@@ -83,7 +85,8 @@ def grappler_costs(metagraph, graph: OpGraph, cluster: Cluster) -> OpGraph:
 
     Returns:
       A copy of `graph` with columns for the cluster's device types, seconds;
-      NaN where there is no kernel, 0 for ops outside a training step.
+      NaN where there is no kernel, 0 for ops outside a training step, which
+      are marked `in_step` False (extract.step_mask: the train op's fan-in).
     """
     types = device_types_of(cluster)
     cost = np.zeros((graph.num_ops, len(types)))
@@ -91,7 +94,7 @@ def grappler_costs(metagraph, graph: OpGraph, cluster: Cluster) -> OpGraph:
         dev = cluster.devices[cluster.indices_of_type(t)[0]]
         per_op = grappler_op_costs(metagraph, dev)
         cost[:, j] = [per_op.get(n, 0.0) for n in graph.names]
-    return _with_kernels(graph, types, cost)
+    return _with_kernels(graph, types, cost, extract.step_mask(graph, metagraph))
 
 
 def profiled_costs(
@@ -131,8 +134,9 @@ def profiled_costs(
 
     Returns:
       A copy of `graph` with costs in seconds (0 for ops that did not run),
-      the ops that ran marked `in_step` (the others pay no dispatch in the
-      simulator) and, when CPU was profiled, the calibration (seconds).
+      the train op's fan-in marked `in_step` as Grappler-costed graphs mark it
+      (extract.step_mask; the others cost nothing in the simulator) and, when
+      CPU was profiled, the calibration (seconds).
     """
     mg = session_lib.as_metagraph(model_or_metagraph)
     if device_types is None:
@@ -140,7 +144,6 @@ def profiled_costs(
     cost = np.zeros((graph.num_ops, len(device_types)))
     index = graph.index()
     calibration = costs_calibrate.measure() if "CPU" in device_types else None
-    ran = np.zeros(graph.num_ops, dtype=bool)  # ops a traced step ran: the others pay no dispatch
     for j, t in enumerate(device_types):
         g, fetches, init = session_lib.import_for_session(tf_util.single_device_metagraph(mg, f"/device:{t}:0"))
         config = session_lib.session_config(1, rewrite=False, soft_placement=True)
@@ -148,8 +151,7 @@ def profiled_costs(
             sess.run(init)
             samples = op_samples(traced_runs(sess, fetches, warmup + max(steps, 1)), t, skip=warmup)
         cost[:, j] = medians_less_floor(samples, index, calibration.trace_floor if t == "CPU" else 0.0)
-        ran[[index[n] for n in samples if n in index]] = True
-    costed = _with_kernels(graph, tuple(device_types), cost).with_step_ops(ran)
+    costed = _with_kernels(graph, tuple(device_types), cost, extract.step_mask(graph, mg))
     return costed.with_calibration(calibration.as_dict()) if calibration else costed
 
 

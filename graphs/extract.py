@@ -314,3 +314,29 @@ def metagraph_of(source, fetch: Sequence[str] = ()) -> meta_graph_pb2.MetaGraphD
         fetch = [n.name for n in mg.graph_def.node if n.name not in consumed]
     mg.collection_def["train_op"].node_list.value.extend(fetch)
     return mg
+
+
+def step_fan_in(source) -> frozenset[str]:
+    """Names of the ops one training step runs: the fan-in (data and control inputs) of the "train_op"
+    collection, or of the graph's sinks when there is none (`metagraph_of`).
+
+    Args:
+      source: tf.Graph, MetaGraphDef or GraphDef.
+    """
+    mg = metagraph_of(source)
+    inputs = {n.name: [i.lstrip("^").split(":")[0] for i in n.input] for n in mg.graph_def.node}
+    seen: set[str] = set()
+    stack = list(mg.collection_def["train_op"].node_list.value)
+    while stack:
+        name = stack.pop().split(":")[0]
+        if name in seen or name not in inputs:
+            continue
+        seen.add(name)
+        stack.extend(inputs[name])
+    return frozenset(seen)
+
+
+def step_mask(graph: OpGraph, source) -> np.ndarray:
+    """[n_ops] bool: True for the ops of `graph` in the training step of `source` (`step_fan_in`)."""
+    fan_in = step_fan_in(source)
+    return np.array([n in fan_in for n in graph.names], dtype=bool)

@@ -118,7 +118,7 @@ def summary(extracted: Extracted, target_groups: int | None, top_types: int, num
     sizes = groups.sizes()
     lines = [
         f"graph: {graph.name}",
-        f"ops: {graph.num_ops}",
+        f"ops: {graph.num_ops} ({_in_step(graph)})",
         f"edges: {graph.num_edges} ({graph.num_edges - n_control} data, {n_control} control)",
         f"groups: {groups.num_groups} (largest {int(sizes.max()) if len(sizes) else 0} ops, "
         f"{groups.num_leaders} tie classes, floor {options['min_groups']}, scope depth {options.get('scope_depth', 0)})",
@@ -130,3 +130,11 @@ def summary(extracted: Extracted, target_groups: int | None, top_types: int, num
         lines.append(f"extraction time: {fmt.seconds(extracted.seconds)}")
     lines.append(f"grouping time: {fmt.seconds(group_s)}")
     return lines
+
+
+def _in_step(graph: OpGraph) -> str:
+    """How many ops a training step runs (the rest cost nothing in the simulator)."""
+    if not graph.device_types:
+        return "not costed: which run in the step is not known"
+    step = graph.num_ops if graph.in_step is None else int(graph.in_step.sum())
+    return f"{step} in the training step, {graph.num_ops - step} outside it"

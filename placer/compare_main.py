@@ -2,19 +2,20 @@
 
   placer-compare --config=configs/nmt.py:tiny --cluster=k80x4 --out=cmp/
   placer-compare --graph=nmt.graph.json.gz --cluster=k80x2 --methods=single_gpu,expert,scotch \
-      --placements=runs/nmt/best_placement.json --out=cmp/ --timeline=rl
+      --placements=runs/nmt/best_placement.json --out=cmp/ --timeline=runs/nmt/best_placement.json
 
 Prints the table (step time or failure such as OOM, speedup over the
-reference placement (--reference, default the expert's) and the single-GPU
-one, ratio to the lower bound, place time, peak memory per device), a "bound"
-row (the lower bound in seconds, and which of its terms binds), and why a
-speedup column is n/a. `--methods=...,exact` adds the CP-SAT placer, started
-from the rows before it (docs/exact.md): its row's line gives its model
-makespan and the bound it proved. With --out it writes table.md, table.csv,
+reference placement (--reference, default the expert's, or the fastest
+baseline where the expert has no placement, as the header says) and the
+single-GPU one, ratio to the lower bound, place time, peak memory per device),
+a "bound" row (the lower bound in seconds, and which of its terms binds), and
+why a speedup column is n/a. `--methods=...,exact` adds the CP-SAT placer,
+started from the rows before it (docs/exact.md): its row's line gives its
+model makespan and the bound it proved. With --out it writes table.md, table.csv,
 step_times.png, timeline_<method>.png (the simulated schedule of --timeline,
 default the fastest placement) and placement_<method>.json for each baseline
 that placed the graph. The same-budget searches (random_search, local_search)
-measure as many placements as the RL search behind --placements did
+measure as many placements as the longest search behind --placements did
 (--search_budget overrides). Bad input (an unknown method, a placement file made for
 another graph, a GPU baseline on a cluster without GPU) is one line
 "error: ..." on stderr and exit status 2.
@@ -37,10 +38,14 @@ _GRAPH, _CLUSTER, _MEASURE, _SEED = cli.define_flags(
     __name__, "graph", "cluster", "measure", "seed", notes={"seed": "Passed to every baseline."}
 )
 _METHODS = flags.DEFINE_string("methods", "all", "'all' or comma-separated baseline names (baselines/registry).")
-_PLACEMENTS = flags.DEFINE_list("placements", [], "Placement JSON files to compare too (e.g. the RL result).")
+_PLACEMENTS = flags.DEFINE_list(
+    "placements", [], "Placement JSON files to compare too (e.g. a search's result); rows 'METHOD (FILE)'."
+)
 _OUT = flags.DEFINE_string("out", None, "Folder for table.md, table.csv, step_times.png, timeline_<method>.png.")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out folder.")
-_TIMELINE = flags.DEFINE_string("timeline", None, "Row whose simulated schedule is drawn (default: the fastest).")
+_TIMELINE = flags.DEFINE_string(
+    "timeline", None, "Row (or --placements file) whose simulated schedule is drawn (default: the fastest)."
+)
 _EXACT_SECONDS = flags.DEFINE_float(
     "exact_seconds", 60.0, "Seconds the exact row's CP-SAT solve may search (docs/exact.md).", lower_bound=0.1
 )
@@ -106,19 +111,26 @@ def main(argv: list[str]) -> None:
         exact=exact_row.Options(_EXACT_SECONDS.value, _EXACT_WORKERS.value, _EXACT_LEVEL.value),
     )
     bound = bounds.bound(graph, cluster)
+    if _REFERENCE.value is None:  # the expert's, unless it has no placement here: then the fastest baseline
+        reference, said = compare_lib.choose_reference(rows, reference)
+        rows = compare_lib.relative_to(rows, reference)
+    else:
+        said = f"reference: {reference} (--reference)"
     print(
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
         f"measure: {_MEASURE.value}"
     )
+    print(said)
     if any(m in compare_lib.SEARCHES for m in methods):
         why = compare_lib.budget_reason(_SEARCH_BUDGET.value, given, paths)
         print(f"same-budget searches: {budget} measured placements each ({why})")
     print(compare_lib.terminal_text(rows, cluster.device_names, reference, bound), end="")
     if _OUT.value:
         with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value, owned=OUTPUTS, inputs=inputs) as folder:
-            written = compare_lib.write_outputs(
-                folder, rows, graph, cluster, measurer, _TIMELINE.value, reference, bound
-            )
+            timeline = dict(zip(paths, labels, strict=True)).get(
+                _TIMELINE.value, _TIMELINE.value
+            )  # a file names its row
+            written = compare_lib.write_outputs(folder, rows, graph, cluster, measurer, timeline, reference, bound)
         print(f"wrote {', '.join(os.path.join(_OUT.value, os.path.basename(w)) for w in written)}")
 
 

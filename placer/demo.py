@@ -55,7 +55,7 @@ def main(argv):
             print(f"{row[0]:<12} {'failed: ' + str(row[2] if len(row) > 2 else ''):>14}")
             continue
         speed = f"{expert / t:.2f}x" if expert else "-"
-        print(f"{row[0]:<12} {fmt.seconds(t):>14} {speed:>18}")
+        print(f"{row[0]:<12} {fmt.step_time(t):>14} {speed:>18}")
     print(f"\nbest placement: {os.path.join(_WORKDIR.value, 'best_placement.json')}")
 
 

@@ -52,7 +52,16 @@ _SCOPE = flags.DEFINE_integer(
     lower_bound=0,
 )
 _DEVICES = flags.DEFINE_integer(
-    "devices", 5, "Devices the groups will be placed on (k80x4: 5); sets the grouping's floor, max(8 x devices, 32)."
+    "devices",
+    None,
+    "Devices the groups will be placed on; sets the grouping's floor, max(8 x devices, 32) (default: --cluster's "
+    "devices, k80x4: 5).",
+)
+_WARM_START = flags.DEFINE_string(
+    "warm_start",
+    "all",
+    "Baselines whose fastest placement warm-started methods keep expressible (placer-train's "
+    "config.placer.train.warm_start): the groups they place are printed too; '' = not printed.",
 )
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out file.")
 _TOP = flags.DEFINE_integer("top_types", 10, "How many of the most common op types to print.", lower_bound=0)
@@ -66,29 +75,61 @@ def main(argv: list[str]) -> None:
         atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value, inputs=inputs)
     from graphs import extract_lib  # noqa: PLC0415
 
-    if _DEVICES.value <= 0:
+    if _DEVICES.value is not None and _DEVICES.value <= 0:
         raise InputError(f"--devices must be positive, got {_DEVICES.value}")
     config = None if _CONFIG.value is None else cli.loaded_config(_CONFIG.value)
     if sum(1 for s in (config is not None, _METAGRAPH.value, _GRAPH.value) if s) != 1:
         raise InputError("give exactly one of --config, --metagraph, --graph")
+    spec = cli.cluster_spec(_CLUSTER.value, config)
+    cluster = cli.load_cluster(spec)
     if _GRAPH.value:
-        if flags.FLAGS["costs"].present or flags.FLAGS["cluster"].present:
-            raise InputError("--costs and --cluster need --config or --metagraph (a --graph file keeps its costs)")
+        if flags.FLAGS["costs"].present:
+            raise InputError("--costs needs --config or --metagraph (a --graph file keeps its costs)")
         extracted = extract_lib.from_file(_GRAPH.value)
+    elif config is not None:
+        extracted = extract_lib.from_config(config, cluster, _COSTS.value)
     else:
-        spec = cli.cluster_spec(_CLUSTER.value, config)
-        cluster = cli.load_cluster(spec)
-        if config is not None:
-            extracted = extract_lib.from_config(config, cluster, _COSTS.value)
-        else:
-            extracted = extract_lib.from_metagraph(_METAGRAPH.value, _NAME.value, cluster, _COSTS.value)
+        extracted = extract_lib.from_metagraph(_METAGRAPH.value, _NAME.value, cluster, _COSTS.value)
     if _SCOPE.value is not None:
         extracted.grouping_options["scope_depth"] = _SCOPE.value
-    lines = extract_lib.summary(extracted, _TARGET.value, _TOP.value, num_devices=_DEVICES.value)
+    devices = _DEVICES.value or cluster.num_devices
+    lines = extract_lib.summary(extracted, _TARGET.value, _TOP.value, num_devices=devices)
+    if _DEVICES.value is None and _WARM_START.value:
+        lines.extend(_placed_lines(extracted, config, cluster))
     if _OUT.value:
         io.save(extracted.graph, _OUT.value)
         lines.append(f"wrote {_OUT.value}")
     print("\n".join(lines))
+
+
+def _placed_lines(extracted, config, cluster) -> list[str]:
+    """What placer-train would place on --cluster: the groups of methods that choose their own start and
+    of the warm-started ones (which keep the fastest baseline's devices apart)."""
+    from configs import common  # noqa: PLC0415 (ml_collections configs)
+    from graphs import pipeline  # noqa: PLC0415 (TensorFlow)
+    from placer.rl import methods, starts  # noqa: PLC0415 (TensorFlow)
+
+    graph = extracted.graph
+    try:
+        pipeline.require_costs(graph, cluster, graph.name)
+    except InputError:
+        return [f"groups placed: not known (no costs for {cluster.name}'s device types)"]
+    placer = common.placer_config() if config is None or "placer" not in config else config.placer
+    placer.grouping.update({k: v for k, v in extracted.grouping_options.items() if k in placer.grouping})
+    if _TARGET.value is not None:
+        placer.grouping.target_groups = _TARGET.value
+    placer.train.warm_start = _WARM_START.value
+    plain, warm_groups, warm = starts.placed_groups(graph, cluster, placer, log=lambda *_: None)
+    own = [m for m in methods.names() if not methods.uses_warm_start(m)]
+    warmed = [m for m in methods.names() if methods.uses_warm_start(m)]
+    lines = [
+        f"groups placed on {cluster.name}: {plain.num_groups} by methods that choose their own start ({', '.join(own)})"
+    ]
+    if warm_groups is not None:
+        kept = f"{warm[1].metadata.get('method')}'s devices kept apart" if warm else "no baseline ran"
+        lines.append(f"groups placed on {cluster.name}: {warm_groups.num_groups} by warm-started methods "
+                     f"({', '.join(warmed)}; {kept})")  # fmt: skip
+    return lines
 
 
 def run() -> None:

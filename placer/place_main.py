@@ -48,6 +48,7 @@ _MAX_PLACEMENTS = flags.DEFINE_integer(
 )
 _OUT = flags.DEFINE_string("out", None, "Placement JSON file to write.", required=True)
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --out file.")
+_PROGRESS = flags.DEFINE_bool("progress", True, "Show the search's progress line (--noprogress: none).")
 
 
 def main(argv):
@@ -98,13 +99,13 @@ def main(argv):
         transfer_lib.make_task(graph, cluster, config.placer, None, source)  # the policy can read the graph
         result = place_lib.search(
             _POLICY.value, graph, cli.cluster_spec(_CLUSTER.value, config), config, method=_METHOD.value,
-            budget=_MAX_PLACEMENTS.value, seed=_SEED.value, max_seconds=_MAX_SECONDS.value,
+            budget=_MAX_PLACEMENTS.value, seed=_SEED.value, max_seconds=_MAX_SECONDS.value, progress=_PROGRESS.value,
         )  # fmt: skip
         how = f"best of {result['placements']} placements {_METHOD.value} measured from the policy"
     result["placement"].save(_OUT.value)
     baselines = place_lib.baseline_times(graph, cluster, result["measurer"], seed=_SEED.value)
     print(place_lib.table(result, baselines))
-    print(f"{graph.name} on {cluster.name}: {fmt.seconds(result['step_time'])}, {how}, in "
+    print(f"{graph.name} on {cluster.name}: {fmt.step_time(result['step_time'])}, {how}, in "
           f"{fmt.seconds(result['seconds'])} of wall time; wrote {_OUT.value}")  # fmt: skip
 
 

@@ -41,11 +41,17 @@ _MAX_PLACEMENTS = flags.DEFINE_integer(
 _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0, "Stop training after this many minutes of wall time (0 = no limit); results are still written."
 )
+# What --init_from accepts, by the method's `init_from` (placer.rl.methods.init_from); a test checks it
+# against the registry. Written out here: --help does not import the methods (TensorFlow).
+INIT_FROM_ACCEPTS = {"policy": "a placer-pretrain policy folder"}
+INIT_FROM_METHODS = {"policy": ("seq2seq", "cross_entropy", "ce_or_annealing")}
 _INIT_FROM = flags.DEFINE_string(
     "init_from",
     None,
-    "A placer-pretrain policy folder to start from: seq2seq fine-tunes the graph policy, cross_entropy and "
-    "ce_or_annealing start from its device shares.",
+    "What the method starts from. "
+    + "; ".join(f"{', '.join(INIT_FROM_METHODS[k])}: {v}" for k, v in INIT_FROM_ACCEPTS.items())
+    + ". seq2seq fine-tunes the policy, the others of its list start from its placements' device shares. "
+    "Other methods take none.",
 )
 _ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
 

@@ -57,7 +57,7 @@ def _moves(title: str, moves: dict[str, tuple[str, str]], ran_as: dict[str, str]
 
 def result_lines(result, summary: dict, check) -> list[str]:
     """What `placer-apply` prints after the run: step time, per-device ops and busy time, what moved."""
-    lines = [f"step time: {fmt.seconds(result.step_time)} (median of {len(result.step_times)})"]
+    lines = [f"step time: {fmt.step_time(result.step_time)} (median of {len(result.step_times)})"]
     for name, s in summary.items():
         lines.append(
             f"  {name:<16} {s['ops_placed']:>6} ops placed  {s['ops_traced']:>6} traced  busy {fmt.seconds(s['busy_s'])}"

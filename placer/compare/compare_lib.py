@@ -138,8 +138,10 @@ def budget_reason(flag: int, given: Sequence[Placement], paths: Sequence[str]) -
         more = [f"{path} measured {n}" for path, n in recorded if n > flag]
         return "set by --search_budget" + (f"; fewer than {', '.join(more)}" if more else "")
     if recorded:
-        path, _ = max(recorded, key=lambda x: x[1])
-        return f"as many as {path} measured (its metadata 'samples')"
+        path, n = max(recorded, key=lambda x: x[1])
+        others = [f"{p} {m}" for p, m in recorded if p != path]
+        most = f", the most of the given files (the others: {', '.join(others)})" if others else ""
+        return f"as many as {path} measured (its metadata 'samples'){most}"
     if given:
         return (
             f"the default: {', '.join(paths)} record no count of measured placements (metadata 'samples'); "
@@ -268,6 +270,39 @@ def compare(
     return rows
 
 
+def choose_reference(rows: Sequence[Row], reference: str) -> tuple[str, str]:
+    """The row the "vs" column compares with: `reference` when it ran, else the fastest baseline.
+
+    Args:
+      rows: what `compare` returned (baselines have a place time, given placements none).
+      reference: the default reference (the expert's), which may have no placement on this graph.
+
+    Returns:
+      (the reference row's name, a header line saying which it is and why).
+    """
+    by = {r.method: r for r in rows}
+    ref = by.get(reference)
+    if ref is not None and ref.ok:
+        return reference, f"reference: {reference}"
+    ran = [r for r in rows if r.ok and r.place_seconds is not None]
+    if ref is None:
+        why = "is not among the compared placements"
+    else:
+        why = ("has no placement here" if ref.failure == NOT_APPLICABLE else "failed") + (
+            f" ({' '.join(ref.message.split())})" if ref.message else ""
+        )
+    if not ran:
+        return reference, f"reference: {reference}, which {why}; no baseline ran to take its place"
+    fastest = min(ran, key=lambda r: r.step_time)
+    return fastest.method, f"reference: {fastest.method}, the fastest baseline ({reference} {why})"
+
+
+def relative_to(rows: Sequence[Row], reference: str) -> list[Row]:
+    """`rows` with `speedup_vs_reference` against the row named `reference` (None where it did not run)."""
+    ref = next((r.step_time for r in rows if r.method == reference and r.ok), None)
+    return [dataclasses.replace(r, speedup_vs_reference=speedup(ref, r.step_time)) for r in rows]
+
+
 def parse_methods(spec: str, have_placements: bool = False) -> tuple[list[str], bool]:
     """Returns (method names, strict) for --methods: 'all' is every registered baseline, not strict.
 
@@ -311,8 +346,9 @@ def given_rows(paths, given, graph: OpGraph, cluster: Cluster, methods, referenc
     """Checks the given placements and names their rows.
 
     Returns:
-      (row labels, the reference row's name): a placement's metadata method or
-      its file name, made unique; the reference is --reference's row, else EXPERT.
+      (row labels, the reference row's name): a placement's metadata method
+      (else "placement") and its file, "METHOD (FILE)", made unique; the
+      reference is --reference's row (a row name or a file), else EXPERT.
 
     Raises:
       InputError: a placement of another graph or cluster, or a --reference
@@ -323,12 +359,12 @@ def given_rows(paths, given, graph: OpGraph, cluster: Cluster, methods, referenc
     taken = set(methods)
     labels = []
     for i, (path, p) in enumerate(zip(paths, given, strict=True)):
-        base = p.metadata.get("method") or os.path.basename(path).split(".")[0]
+        base = f"{p.metadata.get('method') or 'placement'} ({path})"
         labels.append(label(p.with_metadata(method=base), i, taken))
         taken.add(labels[-1])
     if reference is None:
         return labels, EXPERT
-    if _is_file(reference):
+    if reference in paths:
         return labels, labels[paths.index(reference)]
     if reference not in taken:
         raise InputError(

@@ -37,9 +37,9 @@ def best(rows: Sequence):
 
 
 def status(row) -> str:
-    """The step time with its unit (3 significant figures), or the failure as the paper writes it ("OOM")."""
+    """The step time with its unit (4 significant figures), or the failure as the paper writes it ("OOM")."""
     if row.ok:
-        return fmt.seconds(row.step_time)
+        return fmt.step_time(row.step_time)
     return "OOM" if row.failure == "oom" else str(row.failure)
 
 
@@ -54,11 +54,17 @@ def against(speedup: float | None) -> str:
     return fmt.change(1.0 / speedup, 1.0)
 
 
+def gpu_column(reference: str) -> bool:
+    """Whether the tables carry a "vs single GPU" column beside the reference's (not when it is the same)."""
+    return reference != SINGLE_GPU
+
+
 def notes(rows: Sequence, reference: str = EXPERT) -> list[str]:
     """Why a speedup column is empty: its reference row is missing, could not place, or failed."""
     by = {r.method: r for r in rows}
     out = []
-    for column, name in (("vs " + reference, reference), ("vs single GPU", SINGLE_GPU)):
+    columns = [("vs " + reference, reference)] + ([("vs single GPU", SINGLE_GPU)] if gpu_column(reference) else [])
+    for column, name in columns:
         r = by.get(name)
         if r is None:
             out.append(f"{column}: n/a, {name} is not among the compared placements")
@@ -98,8 +104,10 @@ def _mem(r, unit: float, sep: str) -> str:
 
 
 def csv_columns(reference: str = EXPERT) -> tuple[str, ...]:
-    """CSV_COLUMNS with the reference's speedup column named after it (speedup_vs_<reference>)."""
-    return tuple(f"speedup_vs_{reference}" if c == "speedup_vs_expert" else c for c in CSV_COLUMNS)
+    """CSV_COLUMNS with the reference's speedup column named after it (speedup_vs_<reference>), without
+    speedup_vs_single_gpu when that is the reference's."""
+    kept = (c for c in CSV_COLUMNS if gpu_column(reference) or c != "speedup_vs_single_gpu")
+    return tuple(f"speedup_vs_{reference}" if c == "speedup_vs_expert" else c for c in kept)
 
 
 def csv_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPERT, bound=None) -> str:
@@ -115,7 +123,7 @@ def csv_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPER
                 _num(r.step_time, ""),  # full precision: shortest repr
                 r.failure or "",
                 _num(r.speedup_vs_reference, ".6g"),
-                _num(r.speedup_vs_single_gpu, ".6g"),
+                *([_num(r.speedup_vs_single_gpu, ".6g")] if gpu_column(reference) else []),
                 _num(r.ratio_to_lower_bound, ".6g"),
                 _num(r.place_seconds, ""),
                 " ".join(r.message.split()),
@@ -127,13 +135,14 @@ def csv_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPER
     return buf.getvalue()
 
 
-def _cells(r, unit: float, sep: str) -> list[str]:
-    """One row of the comparison tables as text cells; `sep` joins the per-device memory."""
+def _cells(r, unit: float, sep: str, gpu: bool = True) -> list[str]:
+    """One row of the comparison tables as text cells; `sep` joins the per-device memory; `gpu`: with the
+    "vs single GPU" cell."""
     return [
         r.method,
         status(r),
         against(r.speedup_vs_reference),
-        against(r.speedup_vs_single_gpu),
+        *([against(r.speedup_vs_single_gpu)] if gpu else []),
         _num(r.ratio_to_lower_bound, ".3g"),
         "" if r.place_seconds is None else fmt.seconds(r.place_seconds),
         _mem(r, unit, sep),
@@ -143,9 +152,9 @@ def _cells(r, unit: float, sep: str) -> list[str]:
 BOUND = "bound"  # the row of the lower bound (placer.measure.bounds.Bound) under the placements
 
 
-def _bound_cells(bound) -> list[list[str]]:
+def _bound_cells(bound, gpu: bool = True) -> list[list[str]]:
     """The bound's row: its seconds, and 1 in the ratio column (every other row's ratio is to it)."""
-    return [] if bound is None else [[BOUND, fmt.seconds(bound.value), "", "", "1", "", ""]]
+    return [] if bound is None else [[BOUND, fmt.step_time(bound.value), "", *([""] if gpu else []), "1", "", ""]]
 
 
 def _bound_lines(bound) -> list[str]:
@@ -162,12 +171,12 @@ def markdown_text(
         "method",
         "step time",
         f"step time vs {reference}",
-        "step time vs single GPU",
+        *(["step time vs single GPU"] if gpu_column(reference) else []),
         "step time / lower bound (x, lower is better)",
         "place time",
         f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names),
     ]
-    cells = [_cells(r, unit, " / ") for r in rows] + _bound_cells(bound)
+    cells = [_cells(r, unit, " / ", gpu_column(reference)) for r in rows] + _bound_cells(bound, gpu_column(reference))
     table = tabulate.tabulate(cells, head, tablefmt="github", disable_numparse=True)
     lines = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
     lines += [f"- {n}" for n in notes(rows, reference) + level_note(rows) + _bound_lines(bound)]
@@ -182,17 +191,21 @@ def terminal_text(rows: Sequence, device_names: Sequence[str], reference: str = 
         "method",
         "step time",
         f"vs {reference}",
-        "vs single GPU",
+        *(["vs single GPU"] if gpu_column(reference) else []),
         "x lower bound",
         "place time",
         f"peak {uname} per device",
     ]
-    cells = [_cells(r, unit, " ") for r in rows] + _bound_cells(bound)
+    cells = [_cells(r, unit, " ", gpu_column(reference)) for r in rows] + _bound_cells(bound, gpu_column(reference))
     table = tabulate.tabulate(cells, head, tablefmt="simple", disable_numparse=True)
     out = [table, "devices: " + ", ".join(device_names)]
+    against_whom = (
+        f"vs {reference}, vs single GPU: each step time against theirs"
+        if gpu_column(reference)
+        else (f"vs {reference}: each step time against its")
+    )
     out.append(
-        f"vs {reference}, vs single GPU: each step time against theirs (faster is better); "
-        "x lower bound: step time / the lower bound (1 is the best possible)"
+        f"{against_whom} (faster is better); x lower bound: step time / the lower bound (1 is the best possible)"
     )
     out += [
         f"{r.method}: {' '.join(r.message.split())}"

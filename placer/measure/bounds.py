@@ -66,10 +66,10 @@ class Bound:
         return CRITICAL_PATH if self.critical_path >= self.load else LOAD
 
     def describe(self) -> str:
-        """One line, e.g. "200 ms (load binds; critical path 161 ms)"."""
+        """One line, e.g. "200.2 ms (load binds; critical path 161.0 ms)"."""
         other = LOAD if self.binds == CRITICAL_PATH else CRITICAL_PATH
         other_s = self.load if other == LOAD else self.critical_path
-        return f"{fmt.seconds(self.value)} ({self.binds} binds; {other} {fmt.seconds(other_s)})"
+        return f"{fmt.step_time(self.value)} ({self.binds} binds; {other} {fmt.step_time(other_s)})"
 
 
 def op_device_times(graph: OpGraph, cluster: Cluster) -> np.ndarray:

@@ -43,7 +43,7 @@ def report_lines(m: Measurement, graph: OpGraph, cluster: Cluster, kind: str, le
     lines = [
         f"graph: {graph.name} ({graph.num_ops} ops), cluster: {cluster.name} ({cluster.num_devices} devices), "
         f"measure: {kind} ({level} level)",
-        f"step time: {fmt.seconds(m.step_time)}" if m.ok else f"failed ({m.failure}): {m.message}",
+        f"step time: {fmt.step_time(m.step_time)}" if m.ok else f"failed ({m.failure}): {m.message}",
     ]
     if m.flagged:
         lines.append(f"FLAGGED, step time not to be trusted: {m.flag}")

@@ -98,7 +98,9 @@ def contract(graph: OpGraph, op_unit: np.ndarray | None = None) -> Units:
     indeg = np.bincount(ud, minlength=num_units)
     acyclic = topological_order(num_units, us, ud) is not None
 
-    transfers = _transfer_tables(graph, unit, num_units, cross & data)
+    # A step sends nothing to the ops it does not run (initialisers): those edges carry no transfer.
+    stepped = np.ones(len(dst), dtype=bool) if graph.in_step is None else graph.in_step[dst]
+    transfers = _transfer_tables(graph, unit, num_units, cross & data & stepped)
     external, transient = _activation_bytes(graph, unit, num_units, src, dst, data)
     return Units(
         unit,
@@ -202,6 +204,8 @@ def _activation_bytes(graph, unit, num_units, src, dst, data):
     """
     n = graph.num_ops
     obytes = graph.output_bytes.astype(np.int64)
+    if graph.in_step is not None:  # a step never makes the outputs of ops it does not run
+        obytes = np.where(graph.in_step, obytes, 0)
     s, d = src[data], dst[data]
     has_ext = np.zeros(n, dtype=bool)
     has_ext[s[unit[s] != unit[d]]] = True

@@ -27,9 +27,11 @@ import dataclasses
 
 import numpy as np
 
-from baselines import search, single
+from baselines import search
+from placer.core import fmt
 from placer.core.errors import InputError
 from placer.rl import learn_anneal, learn_ce
+from placer.rl import learner as learner_lib
 from placer.rl.learner import Setup
 
 TAU = 0.002  # the move values' temperature: a move measured 0.2% slower is drawn e (2.7) times less often
@@ -57,6 +59,7 @@ class CrossEntropyOrAnnealing:
 
     name = "ce_or_annealing"
     init_from = "policy"  # --init_from: a placer-pretrain folder
+    uses_start = True  # measures single_gpu first (placer.rl.learner.start_placement)
 
     def __init__(self, setup: Setup, config: Config | None = None):
         c = config or Config()
@@ -69,7 +72,7 @@ class CrossEntropyOrAnnealing:
         allowed = self.space.allowed
         uniform = allowed / allowed.sum(axis=1, keepdims=True)
         self.Q = (self.ce.start_table if setup.init_from else uniform).copy()  # [L, D] the annealing branch's table
-        self.start = self.space.from_ops(single.place_single_gpu(self.space.graph, self.space.cluster).devices)
+        self.start = learner_lib.start_classes(setup, self.space, learner_lib.start_placement(setup).devices)
         self.V = np.zeros_like(self.Q)  # [L, D] measured relative step-time change per move (module doc)
         self.descending = True  # whether the annealing branch's last round moved to a faster placement
         self.branch = None  # "cross_entropy" or "annealing" once the first round is measured
@@ -159,10 +162,17 @@ class CrossEntropyOrAnnealing:
             return {**self.ce.observe(devices, results), "branch": 0}
         if self.branch is None:
             probe = t[1:]
+            faster = int((probe < t[0]).sum())
+            self.setup.log(
+                f"{self.name}: {faster} of {len(probe)} cross-entropy samples beat its start "
+                f"{learner_lib.start_name(self.setup)} ({fmt.step_time(t[0])})"
+            )
             if not np.isfinite(t[0]) or (len(probe) and (probe < t[0]).mean() > self.share):
+                self.setup.log(f"{self.name}: branch cross_entropy (more than {self.share:.0%} beat the start)")
                 self.branch = "cross_entropy"
                 self.ce._last = cand[1:]
                 return {**self.ce.observe(devices[1:], results[1:]), "branch": 0}
+            self.setup.log(f"{self.name}: branch annealing from its start (at most {self.share:.0%} beat it)")
             self.branch, self.anneal = "annealing", self._annealing()
             self.anneal.observe(cand[:1], t[:1])
             return {"mean_step_time": mean, "branch": 1}

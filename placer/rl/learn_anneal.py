@@ -19,6 +19,7 @@ from baselines import search
 from baselines import space as space_lib
 from placer.core import atomic
 from placer.core.errors import InputError
+from placer.rl import learner as learner_lib
 from placer.rl.learner import Setup
 
 STATE = "learner.json"
@@ -43,6 +44,7 @@ class Annealing:
 
     name = "annealing"
     init_from = None  # what --init_from names: nothing (it starts from nothing learned)
+    uses_start = True  # starts from single_gpu (placer.rl.learner.start_placement)
 
     def __init__(self, setup: Setup, config: Config | None = None):
         config = config or Config()
@@ -54,7 +56,12 @@ class Annealing:
         problem = setup.problem
         self.space = space_lib.Space(problem.graph, setup.cluster, setup.groups, 0)
         self.rng = np.random.default_rng(setup.seed)
-        self.anneal = search.Annealing(self.space, self.rng, setup.budget, config.batch, config.t_start, config.t_end)
+        self.anneal = search.Annealing(
+            self.space, self.rng, setup.budget, config.batch, config.t_start, config.t_end,
+            start=learner_lib.start_classes(setup, self.space, learner_lib.start_placement(setup).devices)
+            if self.uses_start
+            else None,
+        )  # fmt: skip
         self._last = None  # [k, L] the tie classes' devices of the last proposal
 
     def propose(self, limit: int) -> np.ndarray:
@@ -153,8 +160,9 @@ def read_state(path: str, keys=("annealing",)) -> dict:
 class FromWarmStart(Annealing):
     """Annealing started from the warm start's fastest baseline (placer-train's `warm_start`), not single_gpu.
 
-    The start is the baseline's majority device per tie class, measured once more (it counts, like the
-    baselines the warm start measured); without a warm start, or on resuming, this is `Annealing`.
+    The start is the baseline's majority device per tie class, which placer-train's problem reads as the
+    baseline itself where the groups mix its devices (Problem.with_base), measured once more (it counts,
+    like the baselines the warm start measured); without a warm start, or on resuming, this is `Annealing`.
     """
 
     name = "annealing_warm"
@@ -164,7 +172,7 @@ class FromWarmStart(Annealing):
         super().__init__(setup, config)
         self._start = None
         if setup.warm is not None:
-            start = self.space.from_ops(setup.warm[1].devices)
+            start = learner_lib.start_classes(setup, self.space, setup.warm[1].devices)
             devices = self.space.groups.expand(start[None])
             t = step_times(setup.problem.measure(setup.measurer, devices))
             if np.isfinite(t[0]):
@@ -179,6 +187,7 @@ class RandomSearch(Annealing):
     """baselines.search's random search (uniform placements of the tie classes), driven by the same loop."""
 
     name = "random_search"
+    uses_start = False  # draws every placement uniformly
 
     def propose(self, limit: int) -> np.ndarray:
         self._last = self.space.random(self.rng, min(self.config.batch, limit))

@@ -37,10 +37,10 @@ import dataclasses
 
 import numpy as np
 
-from baselines import single
 from baselines import space as space_lib
 from placer.core.errors import InputError
 from placer.rl import learn_anneal
+from placer.rl import learner as learner_lib
 from placer.rl.learner import Setup
 
 STATE = learn_anneal.STATE
@@ -76,6 +76,7 @@ class CrossEntropy:
 
     name = "cross_entropy"
     init_from = "policy"  # --init_from: a placer-pretrain folder
+    uses_start = True  # single_gpu's table unless a policy is given (placer.rl.learner.start_placement)
 
     def __init__(self, setup: Setup, config: Config | None = None):
         c = config or Config()
@@ -84,7 +85,9 @@ class CrossEntropy:
         self.elite = max(1, int(round(c.elite * self.population)))
         self.space = space_lib.Space(setup.problem.graph, setup.cluster, setup.groups, 0)
         self.rng = np.random.default_rng(setup.seed)
-        self.start = "single_gpu" if setup.init_from is None else f"pretrained policy {setup.init_from}"
+        self.start = (
+            learner_lib.start_name(setup) if setup.init_from is None else f"pretrained policy {setup.init_from}"
+        )
         self.start_mass, self.patience = float(c.start_mass), int(c.patience)
         self.start_table = self._start_distribution(c.prior_samples)  # [L, D] single_gpu or the policy's shares
         self.P = self._mixture(self.start_table)
@@ -103,7 +106,7 @@ class CrossEntropy:
         """[L, D] single_gpu as a one-hot table, or the pretrained policy's device frequencies."""
         D = self.space.allowed.shape[1]
         if self.setup.init_from is None:
-            start = self.space.from_ops(single.place_single_gpu(self.space.graph, self.space.cluster).devices)
+            start = learner_lib.start_classes(self.setup, self.space, learner_lib.start_placement(self.setup).devices)
             return np.eye(D)[start] * self.space.allowed
         from placer.rl import transfer_lib  # noqa: PLC0415 (TensorFlow, only when a policy is read)
 

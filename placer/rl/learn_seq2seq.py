@@ -36,7 +36,7 @@ class Seq2Seq:
         policy = transfer_lib.policy_for_trainer(
             problem, setup.cluster, setup.placer, seed=setup.seed, init_from=setup.init_from, source=setup.source
         )
-        metadata = {"cluster": setup.cluster.name}
+        metadata = {"cluster": setup.cluster.name, "method": "seq2seq"}
         self.trainer = Trainer(
             problem, setup.measurer, setup.placer, setup.workdir, seed=setup.seed, metadata=metadata, policy=policy
         )
@@ -106,14 +106,14 @@ def apply_warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:
         (m,) = trainer.measurer.measure([copy])
         step_time = m.step_time if m.failure is None else None
         log(
-            f"warm start: the groups mix the baseline's devices; their majority placement measures {fmt.seconds(m.step_time)}"
+            f"warm start: the groups mix the baseline's devices; their majority placement measures {fmt.step_time(m.step_time)}"
         )
     nll, taken, equal = trainer.warm_start(
         target[problem.leader], tc.warm_start_steps, tc.warm_start_learning_rate, step_time=step_time
     )
     method = placement.metadata.get("method")
     log(
-        f"warm start: imitated {method} ({fmt.seconds(step_time or float('inf'))}, recorded as the best at step 0) "
+        f"warm start: imitated {method} ({fmt.step_time(step_time or float('inf'))}, recorded as the best at step 0) "
         f"for {taken} steps, final NLL {nll:.3f}; the greedy placement {'equals' if equal else 'still differs from'} it"
         + ("" if equal else f" (step cap {tc.warm_start_steps})")
     )

@@ -14,9 +14,11 @@ from typing import Protocol
 
 import numpy as np
 
+from baselines import single
 from placer.core.cluster import Cluster
 from placer.core.grouping import Grouping
 from placer.core.measurement import Measurement
+from placer.core.placement import Placement
 from placer.rl.problem import Problem
 
 
@@ -36,6 +38,8 @@ class Setup:
       budget: placements the whole search may measure (methods with a schedule,
         such as annealing's cooling, fit it to this).
       warm: (step time s, Placement) of the warm start's baseline, or None.
+      start: (step time s, Placement) where the methods that start from single_gpu start instead, or None
+        (placer-train measures every baseline for it on a cluster without a GPU; see `start_placement`).
       init_from: a placer-pretrain policy folder, or None.
       source: the graph's file or model name (for messages).
       log: where a method prints its lines.
@@ -50,16 +54,40 @@ class Setup:
     seed: int = 0
     budget: int = 0
     warm: tuple | None = None
+    start: tuple | None = None
     init_from: str | None = None
     source: str = ""
     log: object = print
+
+
+def start_placement(setup: Setup) -> Placement:
+    """Where a method that starts from single_gpu starts: `setup.start`'s baseline when there is one (the
+    fastest that runs on a cluster without a GPU), else baselines.single.place_start (single_gpu, or
+    single_cpu without a GPU)."""
+    if setup.start is not None:
+        return setup.start[1]
+    return single.place_start(setup.problem.graph, setup.cluster)
+
+
+def start_classes(setup: Setup, space, op_devices: np.ndarray) -> np.ndarray:
+    """[L] the device of each tie class of `space` (a baselines.search.Space on `setup`'s groups) that places
+    the op placement `op_devices` [n_ops] as `setup.problem` reads it: its majority device, which is the
+    placement itself where the problem decodes relative to it (Problem.with_base)."""
+    return setup.problem.target(np.asarray(op_devices))[space.groups.leaders()]
+
+
+def start_name(setup: Setup) -> str:
+    """The name of `start_placement`'s baseline, for the logs and summary.json."""
+    return str(start_placement(setup).metadata.get("method", "single_gpu"))
 
 
 class Learner(Protocol):
     """One learned placement method (registered in placer.rl.methods).
 
     A class implementing it may set `uses_warm_start = True` to be given the
-    warm start's baseline (`Setup.warm`); the others start where they choose.
+    warm start's baseline (`Setup.warm`); the others start where they choose,
+    and set `uses_start = True` when that is single_gpu (`start_placement`:
+    on a cluster without a GPU they are given the fastest baseline instead).
     One that can start from something learned before (`Setup.init_from`) says
     what in `init_from`: "policy" (a placer-pretrain folder) or the name of
     the method whose workdir it reads; the others set None or nothing.

@@ -88,6 +88,12 @@ def uses_warm_start(name: str) -> bool:
     return bool(getattr(get(name).learner, "uses_warm_start", False))
 
 
+def uses_start(name: str) -> bool:
+    """Whether the method `name` starts from single_gpu (on a cluster without a GPU, the fastest baseline)."""
+    cls = get(name)
+    return bool(getattr(getattr(cls, "func", cls), "uses_start", False))
+
+
 def init_from(name: str) -> str | None:
     """What `--init_from` names for the method `name`: "policy" (a placer-pretrain folder) or None (the method
     starts from nothing learned)."""

@@ -171,12 +171,12 @@ def baseline_times(graph: OpGraph, cluster: Cluster, measurer, seed: int = 0) ->
 def table(result: dict, baselines: dict[str, float]) -> str:
     """The policy's placement beside the baselines: step time and each one's against the policy's, in words."""
     mine = result["step_time"]
-    rows = [[result.get("label", "pretrained (best of greedy + samples)"), fmt.seconds(mine), "-"]]
+    rows = [[result.get("label", "pretrained (best of greedy + samples)"), fmt.step_time(mine), "-"]]
     if "greedy_step_time" in result:  # zero-shot
         greedy = result["greedy_step_time"]
-        rows.append(["pretrained (greedy)", fmt.seconds(greedy), fmt.change(greedy, mine, name="the policy's best")])
+        rows.append(["pretrained (greedy)", fmt.step_time(greedy), fmt.change(greedy, mine, name="the policy's best")])
     for name, t in sorted(baselines.items(), key=lambda x: x[1]):
         rows.append(
-            [name, fmt.seconds(t) if np.isfinite(t) else "failed", fmt.change(t, mine, name="the policy's best")]
+            [name, fmt.step_time(t) if np.isfinite(t) else "failed", fmt.change(t, mine, name="the policy's best")]
         )
     return tabulate.tabulate(rows, headers=["method", "step time", "against the policy's best"], tablefmt="github")

@@ -41,6 +41,11 @@ class Problem:
       op_level: measure placements op by op (the placement carries no group
         map); otherwise a measurer may run each group's ops back to back,
         which is faster but overestimates step times (by up to 40% on NMT).
+      base: [n_ops] device per op of the baseline a search starts from, where
+        the groups mix its devices (`with_base`), else None.
+      base_target: [G] each group's majority device in `base`: a group placed
+        there keeps `base`'s own devices op by op, so the group placement
+        `base_target` is `base` itself, which a search can always return to.
     """
 
     graph: object
@@ -56,6 +61,8 @@ class Problem:
     edge_dst: np.ndarray | None = None
     edge_bytes: np.ndarray | None = None
     seconds: np.ndarray | None = None
+    base: np.ndarray | None = None
+    base_target: np.ndarray | None = None
 
     def __post_init__(self):
         if self.leader is None:
@@ -65,11 +72,39 @@ class Problem:
     def num_groups(self) -> int:
         return len(self.type_ids)
 
+    def target(self, op_devices: np.ndarray) -> np.ndarray:
+        """[G] the device of each group by majority of its ops in `op_devices` [n_ops], tied groups alike."""
+        classes = space.class_devices(op_devices, self.leader[self.op_group], self.allowed)
+        return classes[self.leader].astype(np.int32)
+
+    def with_base(self, op_devices: np.ndarray) -> Problem:
+        """This problem decoding group placements relative to the op placement `op_devices` [n_ops] (a
+        baseline's), when its groups mix that placement's devices; else itself.
+
+        A group on its majority device (`target`) keeps the baseline's devices op by op, any other device
+        takes the whole group: the baseline stays reachable, as the group placement `target(op_devices)`,
+        and every group placement means what it meant before where the groups do not mix it. Measured op
+        by op (a group may then be split).
+        """
+        op_devices = np.asarray(op_devices, np.int64)
+        target = self.target(op_devices)
+        if np.array_equal(target[self.op_group], op_devices):
+            return self
+        return dataclasses.replace(self, base=op_devices, base_target=target, op_level=True)
+
+    def op_devices(self, group_devices: np.ndarray) -> np.ndarray:
+        """[..., n_ops] device per op of [..., G] devices per group (relative to `base` when there is one)."""
+        group_devices = np.asarray(group_devices)
+        devices = group_devices[..., self.op_group]
+        if self.base is None:
+            return devices
+        keep = devices == self.base_target[self.op_group]
+        return np.where(keep, self.base, devices)
+
     def placement(self, group_devices: np.ndarray, **metadata) -> Placement:
         """The op-level placement of a device per group."""
         if self.op_level:
-            devices = np.asarray(group_devices)[self.op_group]
-            return Placement.from_ops(self.graph, devices, self.device_names, **metadata)
+            return Placement.from_ops(self.graph, self.op_devices(group_devices), self.device_names, **metadata)
         return Placement.from_groups(self.graph, self.op_group, group_devices, self.device_names, **metadata)
 
     def measure(self, measurer, actions: np.ndarray) -> list[Measurement]:
@@ -78,7 +113,7 @@ class Problem:
         (placer.core.measurement.measure_devices)."""
         actions = np.asarray(actions)
         if self.op_level:
-            return measurement.measure_devices(measurer, self.graph, self.device_names, actions[:, self.op_group])
+            return measurement.measure_devices(measurer, self.graph, self.device_names, self.op_devices(actions))
         return measurement.measure_devices(measurer, self.graph, self.device_names, actions, op_group=self.op_group)
 
 
@@ -122,25 +157,7 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
     Returns:
       (Problem, placer.core.grouping.Grouping)
     """
-    gc = placer_config.grouping
-    options = {
-        "merge_single_consumer": gc.merge_single_consumer,
-        "max_group_ops": gc.max_group_ops,
-        "target_groups": gc.get("target_groups", 0),
-        "scope_depth": gc.get("scope_depth", 0),
-        "colocate_gradients": gc.get("colocate_gradients", False),
-    }
-    min_groups = gc.get("min_groups", -1)
-    options["min_groups"] = (
-        grouping.group_floor(options["target_groups"], cluster.num_devices) if min_groups < 0 else min_groups
-    )
-    limit = COLOUR_SLACK * options["target_groups"]
-    groups = grouping.group(graph, **options, op_colors=op_colors, give_up_above=limit)
-    if groups is None or (op_colors is not None and limit and groups.num_groups > limit):
-        # The warm start's colours kept groups apart far past the target (thousands of groups on a
-        # large graph, each a step of the policy): group as placer-extract does; the warm start then
-        # imitates each group's device.
-        groups = grouping.group(graph, **options)
+    groups = group_graph(graph, cluster, placer_config, op_colors)
     feats = features.features(graph, groups)
     leader = np.asarray(groups.tie, np.int32)
     # A tie class can only go where all of its groups can run.
@@ -161,3 +178,32 @@ def make_problem(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.
         seconds=tie_class_seconds(graph, cluster, leader[groups.op_group], groups.num_groups)[leader],
     )
     return problem, groups
+
+
+def group_graph(graph: OpGraph, cluster: Cluster, placer_config, op_colors: np.ndarray | None = None):
+    """The grouping `make_problem` places (its arguments as there): the config's grouping, kept apart by
+    `op_colors` unless that leaves more than COLOUR_SLACK times the target's groups.
+
+    Returns:
+      placer.core.grouping.Grouping.
+    """
+    gc = placer_config.grouping
+    options = {
+        "merge_single_consumer": gc.merge_single_consumer,
+        "max_group_ops": gc.max_group_ops,
+        "target_groups": gc.get("target_groups", 0),
+        "scope_depth": gc.get("scope_depth", 0),
+        "colocate_gradients": gc.get("colocate_gradients", False),
+    }
+    min_groups = gc.get("min_groups", -1)
+    options["min_groups"] = (
+        grouping.group_floor(options["target_groups"], cluster.num_devices) if min_groups < 0 else min_groups
+    )
+    limit = COLOUR_SLACK * options["target_groups"]
+    groups = grouping.group(graph, **options, op_colors=op_colors, give_up_above=limit)
+    if groups is None or (op_colors is not None and limit and groups.num_groups > limit):
+        # The warm start's colours kept groups apart far past the target (thousands of groups on a
+        # large graph, each a step of the policy): group as placer-extract does; the warm start then
+        # imitates each group's device.
+        groups = grouping.group(graph, **options)
+    return groups

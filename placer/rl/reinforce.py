@@ -162,17 +162,16 @@ class Trainer:
         samples = int(self.history[-1]["samples"]) if self.history else 0  # across restarts
         return self.problem.placement(
             self.best_devices.numpy(),
-            method="rl",
             step_time=t,
             step=int(self.step.numpy()),
             samples=samples,
-            **self.metadata,
+            **{"method": "rl", **self.metadata},
         )
 
     def greedy_placement(self) -> Placement:
         """The policy's most likely placement (deterministic)."""
         devices = self.policy.greedy(self.problem.type_ids, self.problem.features, self.mask_bias, self.problem.leader)
-        return self.problem.placement(devices, method="rl_greedy", **self.metadata)
+        return self.problem.placement(devices, **{**self.metadata, "method": "rl_greedy"})
 
     @tf.function(reduce_retracing=True)
     def _imitate(self, actions, optimizer):

@@ -145,7 +145,9 @@ class Loop:
             if self.rounds % self.every == 0:
                 self.save(t0)
             beat(
-                lambda: f"round {self.rounds}: {self.placements} placements, best step time {fmt.seconds(self.best_t)}"
+                lambda: (
+                    f"round {self.rounds}: {self.placements} placements, best step time {fmt.step_time(self.best_t)}"
+                )
             )
         bar.close()
         self.save(t0)

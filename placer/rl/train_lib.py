@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 
-from baselines import registry as baseline_registry
 from configs import common as config_common
 from graphs import local_cluster, pipeline
 from placer.core import atomic, fmt
@@ -21,9 +20,17 @@ from placer.measure import bounds
 from placer.measure import registry as measure_registry
 from placer.rl import encoders, learn_anneal, methods, search_loop, transfer_lib
 from placer.rl import learner as learner_lib
-from placer.rl import problem as problem_lib
 from placer.rl.learn_seq2seq import apply_warm_start  # noqa: F401 (the warm start's home before the methods)
 from placer.rl.reinforce import seed_everything
+from placer.rl.starts import (  # noqa: F401 (placer.rl.train_lib was their home: callers' import path)
+    best_baseline,
+    cpu_only_start,
+    from_its_start,
+    placed_groups,
+    prepare_problem,
+    skips_list_scheduling,
+    start_line,
+)
 
 
 def has_saved_state(workdir: str) -> bool:
@@ -119,26 +126,28 @@ def run(
     )
     skipped = skips_list_scheduling(placer.train.warm_start, graph.num_ops, placer.train)
     if methods.uses_warm_start(name) or resume:
-        log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from, skipped))
+        log(start_line(placer.train.warm_start if warm is not None else "", resume, init_from, skipped, warm))
     else:
         log(f"warm start: not used by {name}, which chooses its own start")
     if init_from is not None and methods.init_from(name) == "policy":
         log(f"policy from {init_from}: {transfer_lib.trained_on(transfer_lib.read_description(init_from))}")
     budget = max_placements or steps * int(placer.train.samples_per_step)
+    start = cpu_only_start(name, graph, cluster, measurer, seed, placer.train, log)
+    problem = from_its_start(problem, name, warm, start, cluster, log)
     setup = learner_lib.Setup(
         problem, groups, cluster, placer, measurer, workdir, seed=seed, budget=budget, warm=None if resume else warm,
-        init_from=init_from, source=source, log=log,
+        start=None if resume else start, init_from=init_from, source=source, log=log,
     )  # fmt: skip
     loop = search_loop.Loop(
         methods.build(name, setup), problem, measurer, workdir, placer.train.checkpoint_every,
-        {"method": "rl", "learner": name, "cluster": cluster.name, "measure": config.measure, "level": level},
+        {"method": name, "learner": name, "cluster": cluster.name, "measure": config.measure, "level": level},
     )  # fmt: skip
     start = loop.restore() if resume else 0
     if resume and loop._done(limits, time.time()):
         log(f"{workdir}: finished at step {start} ({loop.placements} placements); nothing to do, nothing changed")
         return _read_json(os.path.join(workdir, "summary.json"))
     if resume:
-        log(f"resumed at step {start} ({loop.placements} placements), best so far {fmt.seconds(loop.best_t)}")
+        log(f"resumed at step {start} ({loop.placements} placements), best so far {fmt.step_time(loop.best_t)}")
     t_train = time.time()
     with measure_registry.measuring(inner, save=lambda: loop.save(time.time()), step=lambda: loop.rounds):
         last = loop.run(limits, progress=progress)
@@ -146,67 +155,6 @@ def run(
     atomic.write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=1, default=str))
     _log_result(summary, last, log)
     return summary
-
-
-def start_line(warm_start: str, resume: bool, init_from: str | None, skipped_above: int = 0) -> str:
-    """What a run starts from: a warm start (the baselines it imitates) or none, a resumed or a pretrained policy.
-
-    `skipped_above` > 0: the warm start left out the list-scheduling baselines
-    because the graph has more ops than that (`skips_list_scheduling`).
-
-    >>> start_line("", False, None), start_line("expert", True, None)
-    ('warm start: off (uniform policy)', 'warm start: off (resumed from the checkpoint)')
-    >>> start_line("all", False, None, 50000)
-    'warm start: on, imitating the fastest of all (list scheduling skipped above 50,000 ops)'
-    """
-    if resume:
-        return "warm start: off (resumed from the checkpoint)"
-    if init_from is not None:
-        return f"warm start: off (policy from --init_from={init_from})"
-    if warm_start:
-        skipped = f" (list scheduling skipped above {skipped_above:,} ops)" if skipped_above else ""
-        return f"warm start: on, imitating the fastest of {warm_start}{skipped}"
-    return "warm start: off (uniform policy)"  # none asked, or none of the baselines ran
-
-
-def skips_list_scheduling(methods: str, num_ops: int, train_config) -> int:
-    """The op count above which a warm start of "all" leaves out the list-scheduling baselines, when it does.
-
-    Args:
-      methods: the warm start's baselines (`config.placer.train.warm_start`).
-      num_ops: ops in the graph.
-      train_config: `config.placer.train`; its `warm_start_list_scheduling_max_ops`
-        (0 or absent = never skip) is the threshold.
-
-    Returns:
-      The threshold in ops when `methods` is "all" and the graph is larger, else 0.
-    """
-    limit = int(train_config.get("warm_start_list_scheduling_max_ops", 0) or 0)
-    return limit if methods.strip() == "all" and 0 < limit < num_ops else 0
-
-
-def prepare_problem(graph, cluster, placer_config, measurer, seed: int, log=print):
-    """Groups the graph and builds the problem, keeping the warm start's placement expressible.
-
-    With `placer_config.train.warm_start` set, the named baselines are placed
-    and measured first (deterministic, so a resumed search gets the same
-    groups) and the fastest one's devices colour the grouping.
-
-    Returns:
-      (Problem, Grouping, (step time s, Placement) of the warm start or None).
-    """
-    warm = None
-    methods = placer_config.train.warm_start
-    if methods:
-        skipped = skips_list_scheduling(methods, graph.num_ops, placer_config.train)
-        why = f" (list scheduling skipped above {skipped:,} ops)" if skipped else ""
-        log(f"warm start: placing and measuring {methods}{why}")
-        warm = best_baseline(graph, cluster, measurer, methods, seed, log, skip_list_scheduling=bool(skipped))
-    log(f"grouping {graph.num_ops} ops (target {placer_config.grouping.get('target_groups', 0)} groups)")
-    problem, groups = problem_lib.make_problem(
-        graph, cluster, placer_config, op_colors=None if warm is None else warm[1].devices
-    )
-    return problem, groups, warm
 
 
 def _check_options(config) -> None:
@@ -286,7 +234,7 @@ def _log_result(summary: dict, last: dict, log) -> None:
     best, lb, wall = summary["best_step_time"], summary["lower_bound"], summary["train_seconds"]
     if best is not None:
         log(
-            f"best step time {fmt.seconds(best)}, {best / lb:.2f}x the lower bound ({summary['lower_bound_text']}; "
+            f"best step time {fmt.step_time(best)}, {best / lb:.2f}x the lower bound ({summary['lower_bound_text']}; "
             f"1x is the best possible); {summary['steps']} steps in {fmt.seconds(wall)}"
         )
     elif last:
@@ -296,34 +244,6 @@ def _log_result(summary: dict, last: dict, log) -> None:
         )
     else:  # stopped before its first step
         log(f"no step taken: nothing measured yet; {summary['steps']} steps")
-
-
-def best_baseline(graph, cluster, measurer, methods: str, seed: int, log=print, skip_list_scheduling: bool = False):
-    """The fastest of the named baselines (comma-separated, or "all": every registered one that does not
-    itself search by measuring, single_gpu included) as measured by `measurer`.
-
-    With `skip_list_scheduling`, "all" leaves out baseline_registry.LIST_SCHEDULING.
-
-    Returns:
-      (step time in seconds, Placement), or None when none of them ran.
-    """
-    placements = []
-    if methods.strip() == "all":
-        left_out = baseline_registry.MEASURED | (baseline_registry.LIST_SCHEDULING if skip_list_scheduling else set())
-        names = [n for n in baseline_registry.names() if n not in left_out]
-    else:
-        names = [n.strip() for n in methods.split(",") if n.strip()]
-    for name in names:
-        try:
-            placements.append(baseline_registry.get(name)(graph, cluster, seed=seed))
-        except InputError as e:
-            log(f"warm start: skipping {name} ({e})")
-    results = measurer.measure(placements) if placements else []
-    ok = [(m.step_time, p) for m, p in zip(results, placements, strict=True) if m.ok]
-    if not ok:
-        log("warm start: no baseline placement ran; starting from a uniform policy")
-        return None
-    return min(ok, key=lambda x: x[0])
 
 
 def _read_json(path: str) -> dict:

@@ -207,7 +207,7 @@ def format_table(summary: dict) -> str:
     (summary "trace") is its lowest recorded loss, in the trace's units.
     """
     keys = [f"{int(f * 100)}%" for f in TARGETS]
-    best_cell = (lambda x: _fmt(x, ".3g")) if summary.get("trace") else fmt.seconds
+    best_cell = (lambda x: _fmt(x, ".4g")) if summary.get("trace") else fmt.step_time
     rows = [
         [j["name"], j["status"], j["iterations"], best_cell(j["best_step_time"])]
         + [fmt.seconds(j["time_to"][k]) for k in keys]

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from baselines import list_scheduling, sct
-from placer.core.errors import InputError
+from placer.core import cluster as cluster_lib
+from placer.core.cluster import Device
 from tests.baselines.helpers import GB, check_legal, make_cluster, make_graph
 
 NAN = float("nan")
@@ -94,12 +95,13 @@ def test_m_sct_is_legal_and_keeps_favourites_together():
     assert p.metadata["favourite"] == "lp"
 
 
-def test_list_schedulers_need_a_gpu_unless_the_cpu_is_used():
-    g = make_graph("ab", [("a", "b", 1)])
+def test_list_schedulers_without_a_gpu_schedule_on_every_device():
+    """Two independent 10 s ops on two CPUs and no GPU: each CPU takes one (targets: every device)."""
+    g = make_graph("ab", [])
+    cpus = cluster_lib.make("cpus", [Device(f"/device:CPU:{i}", "CPU", GB) for i in range(2)], bandwidth=1e9)
     for f in (list_scheduling.place_m_topo, list_scheduling.place_m_etf, sct.place):
-        with pytest.raises(InputError, match="no GPU"):
-            f(g, make_cluster(0))
-        assert list(f(g, make_cluster(0), use_cpu=True).devices) == [0, 0]
+        assert sorted(f(g, cpus).devices.tolist()) == [0, 1], f
+        assert list(f(make_graph("ab", [("a", "b", 1)]), make_cluster(0), use_cpu=True).devices) == [0, 0]
 
 
 def test_m_etf_placement_measures_as_scheduled():

@@ -1,8 +1,8 @@
 import numpy as np
-import pytest
 
 from baselines import mincut, scotch
-from placer.core.errors import InputError
+from placer.core import cluster as cluster_lib
+from placer.core.cluster import Device
 from tests.baselines.helpers import check_legal, make_cluster, make_graph
 
 NAN = float("nan")
@@ -78,6 +78,9 @@ def test_scotch_weighs_processors_by_speed_on_uneven_links():
     assert counts.sum() == 80
 
 
-def test_mincut_needs_a_gpu():
-    with pytest.raises(InputError, match="no GPU"):
-        mincut.place(chain4(1, 1, 1), make_cluster(0))
+def test_mincut_without_a_gpu_maps_onto_every_device():
+    """Four CPUs and no GPU: MinCut's targets are every device, so it maps as Scotch does."""
+    cpus = cluster_lib.make("cpus", [Device(f"/device:CPU:{i}", "CPU", 10**10) for i in range(4)], bandwidth=1e9)
+    ops = [f"o{i}" for i in range(40)]
+    g = make_graph(ops, [(ops[i], ops[i + 1], 10) for i in range(39)])
+    np.testing.assert_array_equal(mincut.place(g, cpus, seed=0).devices, scotch.place(g, cpus, seed=0).devices)

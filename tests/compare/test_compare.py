@@ -145,10 +145,11 @@ def test_cli_all_methods_with_oom_and_pngs(tmp_path):
 
     with open(tmp_path / "out" / "table.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [r["method"] for r in rows] == registry.names() + ["rl", "bound"]
+    given = f"rl ({tmp_path / 'best_placement.json'})"  # a given placement's row: its method and file
+    assert [r["method"] for r in rows] == registry.names() + [given, "bound"]
     # The bound row: the critical path x, a, c = 6 s binds (the load LP gives 10 / 2.1 = 4.76 s).
     assert float(rows[-1]["step_time_s"]) == pytest.approx(6.0) and rows[-1]["ratio_to_lower_bound"] == "1"
-    assert rows[-1]["message"].startswith("6.00 s (critical path binds; load 4.76 s)")
+    assert rows[-1]["message"].startswith("6.000 s (critical path binds; load 4.762 s)")
     assert list(rows[0])[: len(compare_lib.CSV_COLUMNS)] == list(compare_lib.CSV_COLUMNS)
     assert list(rows[0])[len(compare_lib.CSV_COLUMNS) :] == [
         "peak_bytes:/device:CPU:0",
@@ -171,7 +172,7 @@ def test_cli_all_methods_with_oom_and_pngs(tmp_path):
         p = Placement.load(str(tmp_path / "out" / f"placement_{name}.json"))
         p.check_graph(graph)
         assert p.metadata["method"] == name
-    assert not (tmp_path / "out" / "placement_rl.json").exists()
+    assert not list((tmp_path / "out").glob("placement_rl*.json"))
     # The fastest row is drawn by default (several tie at 6 s here; the first of them).
     first_best = next(r["method"] for r in rows if r["step_time_s"] and float(r["step_time_s"]) == pytest.approx(6.0))
     assert sorted(p.name for p in (tmp_path / "out").glob("timeline_*")) == [f"timeline_{first_best}.png"]
@@ -254,19 +255,24 @@ def test_cli_reference_file_is_the_speedup_baseline(tmp_path):
     assert out.returncode == 0, out.stderr
     with open(tmp_path / "o" / "table.csv") as f:
         rows = {r["method"]: r for r in csv.DictReader(f)}
-    assert list(rows) == ["single_cpu", "single_gpu", "rl", "bound"]
+    mine = f"rl ({tmp_path / 'mine.json'})"
+    assert list(rows) == ["single_cpu", "single_gpu", mine, "bound"]
     # single CPU 100 s, single GPU 10 s, against the file's 6 s.
-    assert float(rows["single_cpu"]["speedup_vs_rl"]) == pytest.approx(0.06)
-    assert float(rows["single_gpu"]["speedup_vs_rl"]) == pytest.approx(0.6)
-    assert float(rows["rl"]["speedup_vs_rl"]) == pytest.approx(1.0)
-    assert "vs rl" in out.stdout and "n/a" not in out.stdout
+    assert float(rows["single_cpu"][f"speedup_vs_{mine}"]) == pytest.approx(0.06)
+    assert float(rows["single_gpu"][f"speedup_vs_{mine}"]) == pytest.approx(0.6)
+    assert float(rows[mine][f"speedup_vs_{mine}"]) == pytest.approx(1.0)
+    assert f"vs {mine}" in out.stdout and "n/a" not in out.stdout
+    assert f"reference: {mine} (--reference)" in out.stdout.splitlines()
 
 
 def test_cli_missing_reference_is_explained_or_refused(tmp_path):
     cluster = f"--cluster={write_cluster(tmp_path, 10**9)}"
     out = run(tmp_path, cluster, "--methods=single_cpu,single_gpu")
     assert out.returncode == 0, out.stderr
-    assert "vs expert: n/a, expert is not among the compared placements" in out.stdout
+    # No expert row: the fastest baseline (single GPU, 10 s against the CPU's 100 s) is the reference.
+    lines = out.stdout.splitlines()
+    assert "reference: single_gpu, the fastest baseline (expert is not among the compared placements)" in lines
+    assert re.search(r"^single_cpu +100.0 s +900.0% slower ", out.stdout, re.M), out.stdout
     expect_error(run(tmp_path, cluster, "--methods=single_cpu", "--reference=nobody"), "--reference", "'nobody'")
 
 
@@ -320,3 +326,61 @@ def test_cli_searches_measure_as_many_placements_as_the_rl_run(tmp_path):
         assert Placement.load(str(tmp_path / "o" / f"placement_{name}.json")).metadata["budget"] == 40
     out = run(tmp_path, f"--cluster={write_cluster(tmp_path, 10**9)}", "--methods=local_search", "--search_budget=-3")
     expect_error(out, "--search_budget")
+
+
+def test_cli_any_graph_without_expert_rules_compares_with_the_fastest_baseline(tmp_path):
+    """The hand-built graph renamed "mine": no expert rules, so the "vs" column compares with the fastest
+    baseline. Worked out: single CPU runs 10 s of GPU work 10x slower, 100 s; the best placements split a and
+    b over the GPUs, 1 + 4 + 1 = 6 s; the single CPU is then 100 / 6 = 16.7x slower."""
+    (tmp_path / "mine.json").write_text(json.dumps({**GRAPH, "name": "mine"}))
+    out = binaries.run(
+        "placer.compare_main", f"--graph={tmp_path / 'mine.json'}", f"--cluster={write_cluster(tmp_path, 10**9)}",
+        "--methods=all", f"--out={tmp_path / 'o'}", cwd=tmp_path, timeout=180, MPLBACKEND="Agg",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    with open(tmp_path / "o" / "table.csv") as f:
+        rows = {r["method"]: r for r in csv.DictReader(f)}
+    (said,) = [x for x in out.stdout.splitlines() if x.startswith("reference: ")]
+    ref = re.fullmatch(r"reference: (\S+), the fastest baseline \(expert has no placement here \((.*)\)\)", said)
+    assert ref and "no expert placement for this graph: mine" in ref.group(2), said
+    assert float(rows[ref.group(1)]["step_time_s"]) == pytest.approx(6.0)
+    assert float(rows["single_cpu"][f"speedup_vs_{ref.group(1)}"]) == pytest.approx(0.06)
+    assert rows["expert"]["failure"] == "n/a"
+
+
+def test_cli_single_gpu_reference_has_one_column(tmp_path):
+    out = run(
+        tmp_path, f"--cluster={write_cluster(tmp_path, 10**9)}", "--methods=single_cpu", "--reference=single_gpu",
+        f"--out={tmp_path / 'o'}",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    header = out.stdout.splitlines()[2]
+    assert header.split()[:5] == ["method", "step", "time", "vs", "single_gpu"] and "single GPU" not in out.stdout
+    with open(tmp_path / "o" / "table.csv") as f:
+        columns = next(csv.reader(f))
+    assert len(columns) == len(set(columns)) and "speedup_vs_single_gpu" in columns
+    md = (tmp_path / "o" / "table.md").read_text()
+    assert "vs single_gpu" in md and "single GPU" not in md
+
+
+def test_cli_given_rows_named_by_method_and_file_and_searches_get_the_largest_budget(tmp_path):
+    graph = graph_io.from_json(GRAPH)
+    rl_placement(graph, samples=40).with_metadata(method="annealing").save(str(tmp_path / "a.json"))
+    rl_placement(graph, samples=70).with_metadata(method="cross_entropy").save(str(tmp_path / "b.json"))
+    out = run(
+        tmp_path, f"--cluster={write_cluster(tmp_path, 10**9)}", "--methods=single_gpu,random_search",
+        f"--placements={tmp_path / 'a.json'},{tmp_path / 'b.json'}", f"--out={tmp_path / 'o'}",
+        f"--timeline={tmp_path / 'b.json'}",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    with open(tmp_path / "o" / "table.csv") as f:
+        names = [r["method"] for r in csv.DictReader(f)]
+    assert names == ["single_gpu", "random_search", f"annealing ({tmp_path / 'a.json'})",
+                     f"cross_entropy ({tmp_path / 'b.json'})", "bound"]  # fmt: skip
+    # The second file's search measured more: the same-budget search gets its 70, and the output says why.
+    assert Placement.load(str(tmp_path / "o" / "placement_random_search.json")).metadata["budget"] == 70
+    assert (
+        f"same-budget searches: 70 measured placements each (as many as {tmp_path / 'b.json'} measured (its "
+        f"metadata 'samples'), the most of the given files (the others: {tmp_path / 'a.json'} 40))"
+    ) in out.stdout.splitlines()
+    assert len(list((tmp_path / "o").glob("timeline_cross_entropy*.png"))) == 1

@@ -24,10 +24,10 @@ def test_exact_row_proves_the_optimum_beside_the_bound_row(tmp_path, capsys):
     assert code == 0, err
     assert "exact: CP-SAT for 10 s at op level" in err
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.split()}
-    assert rows["single_gpu"][1:3] == ["10.0", "s"] and "1.67" in rows["single_gpu"]
-    assert rows["exact"][1:3] == ["6.00", "s"] and rows["exact"][-6] == "1"
-    assert rows["bound"][1:] == ["6.00", "s", "1"]
-    assert "bound: 6.00 s (critical path binds; load 4.76 s)" in out
+    assert rows["single_gpu"][1:3] == ["10.00", "s"] and "1.67" in rows["single_gpu"]
+    assert rows["exact"][1:3] == ["6.000", "s"] and rows["exact"][-6] == "1"
+    assert rows["bound"][1:] == ["6.000", "s", "1"]
+    assert "bound: 6.000 s (critical path binds; load 4.762 s)" in out
     line = next(x for x in out.splitlines() if x.startswith("exact: simulated"))
     assert "model makespan 6 s, proven bound 6 s (op level; gap 1.0000x)" in line and line.endswith("optimal")
 
@@ -44,7 +44,7 @@ def test_measure_reports_an_exact_placement_against_its_model(tmp_path, capsys):
     capsys.readouterr()
     assert call("placer.measure_main", *args, f"--placement={tmp_path / 'o' / 'placement_exact.json'}") == 0
     out = capsys.readouterr().out
-    assert "step time: 6.00 s" in out
+    assert "step time: 6.000 s" in out
     assert "exact: model makespan 6 s, proven bound 6 s (op level, optimal)" in out
     assert "differs from the model makespan" not in out
     saved = json.loads((tmp_path / "o" / "placement_exact.json").read_text())

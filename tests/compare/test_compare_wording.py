@@ -42,8 +42,8 @@ def test_cli_table_in_words_and_the_search_announced(tmp_path, capsys, monkeypat
     assert "random_search: searching, 3 measured placements" in err
     rows = {line.split()[0]: line for line in out.splitlines() if line.split()}
     # single_gpu 10 s against the expert's 6 s: 66.7% slower; the expert against single_gpu: 40.0% faster.
-    assert "10.0 s" in rows["single_gpu"] and "66.7% slower" in rows["single_gpu"]
-    assert "6.00 s" in rows["expert"] and "40.0% faster" in rows["expert"]
+    assert "10.00 s" in rows["single_gpu"] and "66.7% slower" in rows["single_gpu"]
+    assert "6.000 s" in rows["expert"] and "40.0% faster" in rows["expert"]
     assert "faster is better" in out
 
 

@@ -35,3 +35,10 @@ def test_change_says_the_direction():
     assert fmt.change(2.0, 2.0, name="fair") == "the same as fair"
     assert fmt.change(1.5, 1.0, worse="later", better="sooner") == "50.0% later"
     assert fmt.change(1.0, math.inf) == "-"
+
+
+def test_step_times_keep_four_significant_figures():
+    # 22.22 ms and 22.23 ms are 0.05% apart: three figures would print both as 22.2 ms.
+    assert (fmt.step_time(0.0222189), fmt.step_time(0.02223)) == ("22.22 ms", "22.23 ms")
+    assert fmt.step_time(0.99996e-3) == "1.000 ms" and fmt.step_time(12.5) == "12.50 s"
+    assert fmt.step_time(None) == "-" and fmt.seconds(0.0222189) == "22.2 ms"  # other durations keep three

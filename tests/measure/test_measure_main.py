@@ -72,11 +72,11 @@ def test_prints_step_time_and_writes_trace(tmp_path, good):
     assert out.returncode == 0, out.stderr
     # k80x2 links: 1e10 bytes/s, 2e-5 s: a 0-1, transfer 1 s + 2e-5, b and c 5 s more; 3 GPU ops
     # of 5e-6 s dispatch each: 7 + 2e-5 + 1.5e-5.
-    assert "step time: 7.00 s" in out.stdout  # 7.000035 s to 3 significant figures
+    assert "step time: 7.000 s" in out.stdout  # 7.000035 s to 4 significant figures
     assert "bytes moved: 10000000000" in out.stdout
     # Lower bound: critical path 1 + 2 + 3 = 6 s; the load LP spreads the 6 GPU-seconds (and the CPU's
     # share at its speed) over three devices, less.
-    assert "lower bound: 6.00 s (critical path binds; load" in out.stdout
+    assert "lower bound: 6.000 s (critical path binds; load" in out.stdout
     assert "step time / lower bound = 1.17" in out.stdout
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert {e["args"]["name"] for e in events if e["ph"] == "M"} == {
@@ -129,7 +129,7 @@ def test_placement_matched_by_name_not_position(tmp_path):
     p.write_text(json.dumps(placement({"c": "/device:GPU:1", "b": "/device:GPU:1", "a": "/device:GPU:0"})))
     out = run(tmp_path, "--cluster=k80x2", f"--placement={p}")
     assert out.returncode == 0, out.stderr
-    assert "step time: 7.00 s" in out.stdout  # as above: 7 s, 2e-5 latency, 3 dispatches of 5e-6
+    assert "step time: 7.000 s" in out.stdout  # as above: 7 s, 2e-5 latency, 3 dispatches of 5e-6
 
 
 def test_placement_naming_an_op_the_graph_lacks(tmp_path):
@@ -169,14 +169,15 @@ def test_step_time_busy_time_and_lower_bound_print_with_units(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     # Both ops on GPU:0: 3 us + 2 ms of compute, and k80x2's dispatch of 5 us per GPU op, twice:
-    # 2.003 ms + 0.010 ms = 2.013 ms, 3 significant figures 2.01 ms (a .6f print said 0.002013 s).
-    assert "step time: 2.01 ms" in lines
+    # 2.003 ms + 0.010 ms = 2.013 ms, 4 significant figures for step times (a .6f print said 0.002013 s).
+    assert "step time: 2.013 ms" in lines
     # Lower bound: the critical path of each op on its fastest device, its dispatch included (a: GPU 3 + 5 us
     # against CPU 30 us + 0.781 us; b: GPU 2 ms + 5 us): 2.013 ms, and 2.013 / 2.013 = 1.00. The load LP
     # splits b's 2 ms over the two GPUs and part of it on the CPU: under 1 ms, so the path binds.
     bound_line = next(line for line in lines if line.startswith("lower bound:"))
     assert re.fullmatch(
-        r"lower bound: 2\.01 ms \(critical path binds; load 9\d\d us\), step time / lower bound = 1\.00", bound_line
+        r"lower bound: 2\.013 ms \(critical path binds; load 9\d\d\.\d us\), step time / lower bound = 1\.00",
+        bound_line,
     ), bound_line
     busy = {line.split()[0]: line for line in lines if " busy " in line}
     assert "busy 0 s " in busy["/device:CPU:0"] and "busy 0 s " in busy["/device:GPU:1"]

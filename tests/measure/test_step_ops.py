@@ -5,6 +5,7 @@ dispatch is 0.25 s, so every sum below is exact in binary floating point.
 """
 
 import numpy as np
+import pytest
 
 from placer.core import cluster as cl
 from placer.core import io as graph_io
@@ -56,3 +57,33 @@ def test_ops_outside_the_step_round_trip_through_a_graph_file(tmp_path):
     np.testing.assert_array_equal(graph_io.load(path).in_step, STEP)
     graph_io.save(graph(), path)
     assert graph_io.load(path).in_step is None  # every op runs: nothing written, nothing read
+
+
+def test_a_step_sends_nothing_to_an_op_it_does_not_run():
+    """`check` (outside the step) reads a's 1000-byte output on the other CPU: at 100 B/s that transfer would
+    take 10 s, so charged it ends the step at 1.25 + 10 + 0.25 = 11.5 s; the step never sends it: 3.75 s."""
+    g = OpGraph.create(
+        "g", ["a", "b", "c", "check"], ["T", "T", "T", "VarIsInitializedOp"],
+        [("a", "b", 100), ("b", "c", 100), ("a", "check", 1000)],
+        device_types=("CPU",), compute_cost=np.array([[1.0], [1.0], [1.0], [0.0]]),
+    )  # fmt: skip
+    devices = np.array([0, 0, 0, 1])
+    assert simulate(g, cpus(), devices).step_time == 11.5
+    step = g.with_step_ops(np.array([True, True, True, False]))
+    assert simulate(step, cpus(), devices).step_time == 3.75
+    sim = Simulator(step, cpus(), op_group=np.array([0, 0, 1, 2]))
+    assert sim.measure([Placement.from_groups(step, sim.op_group, np.array([0, 0, 1]), sim.cluster.device_names)])[
+        0
+    ].step_time == pytest.approx(3.75)
+
+
+def test_an_op_outside_the_step_holds_no_memory():
+    """`init` writes 1 GB (an initialiser's random tensor of a variable's size): charged, it would be the
+    device's peak; a step never makes it, so the peak is a's and b's 100-byte outputs alone."""
+    g = OpGraph.create(
+        "g", ["init", "a", "b"], ["RandomUniform", "T", "T"], [("a", "b", 100)], output_bytes=[10**9, 100, 100],
+        device_types=("CPU",), compute_cost=np.array([[0.0], [1.0], [1.0]]),
+    )  # fmt: skip
+    on_one = np.zeros(3, np.int64)
+    assert simulate(g, cpus(), on_one).peak_memory[0] >= 10**9
+    assert simulate(g.with_step_ops(np.array([False, True, True])), cpus(), on_one).peak_memory[0] <= 200

@@ -2,7 +2,9 @@
 
 from placer.core import cluster as cluster_lib
 from placer.core import configs_util, io
+from placer.measure.simulator import Simulator
 from placer.rl import problem as problem_lib
+from placer.rl import search_loop, train_lib
 from tests import binaries
 
 
@@ -34,6 +36,16 @@ def test_tiny_nmt_summary_and_graph_file(tmp_path):
         g, cluster_lib.load("k80x4"), configs_util.load_config("configs/nmt.py:tiny").placer
     )
     assert groups[0].startswith(f"groups: {train_groups.num_groups} (")
+    # ...and the warm-started methods place the groups placer-train makes with the warm start's colours.
+    placer = configs_util.load_config("configs/nmt.py:tiny").placer
+    sim = search_loop.CountingMeasurer(Simulator(g, cluster_lib.load("k80x4")))
+    _, warm_groups, _ = train_lib.prepare_problem(g, cluster_lib.load("k80x4"), placer, sim, 0, log=lambda *_: None)
+    placed = [x for x in r.stdout.splitlines() if x.startswith("groups placed on k80x4:")]
+    assert placed[0].startswith(f"groups placed on k80x4: {train_groups.num_groups} by methods that choose")
+    assert placed[1].startswith(f"groups placed on k80x4: {warm_groups.num_groups} by warm-started methods")
+    # The step's ops: the train op's fan-in, the rest (initialisers) outside it.
+    assert f"ops: {g.num_ops} ({int(g.in_step.sum())} in the training step, " in r.stdout
+    assert 0 < int(g.in_step.sum()) < g.num_ops
     r3 = run("--config=configs/nmt.py:tiny", "--scope_depth=2")
     assert r3.returncode == 0, r3.stderr[-2000:]
     scoped = [x for x in r3.stdout.splitlines() if x.startswith("groups:")]
@@ -52,7 +64,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
         ([f"--metagraph={bad_json}"], "bad.json"),
         ([f"--graph={bad_json}"], "bad.json"),
         ([f"--graph={tmp_path / 'none.json'}"], "none.json"),
-        ([f"--graph={bad_json}", "--costs=none"], "--costs and --cluster need --config or --metagraph"),
+        ([f"--graph={bad_json}", "--costs=none"], "--costs needs --config or --metagraph"),
     ]
     for args, needle in cases:
         out = tmp_path / "out.json"

@@ -1,8 +1,10 @@
 """Every binary: --help, --helpfull and -h exit 0; configs named `configs/...` resolve from any folder."""
 
 import os
+import sys
 
 import pytest
+from absl import flags
 
 from placer.core import configs_util
 from tests.inprocess import call, own_flags
@@ -61,3 +63,25 @@ def test_pretrain_reads_its_config_from_another_folder(tmp_path, monkeypatch, ca
     assert code == 2 and err.startswith("error: --workdir") and "no such config file" not in err, err
     assert call("placer.pretrain_main", "--config=configs/nope.py", "--workdir=w") == 2
     assert "configs/nope.py: no such config file" in capsys.readouterr().err
+
+
+def test_init_from_help_lists_what_each_method_accepts():
+    """Every registered method that starts from something learned is named in --init_from's help beside what it
+    reads (a placer-pretrain folder or an earlier search's workdir)."""
+    import importlib
+
+    from placer.rl import methods
+    from tests.binaries import isolated_flags
+
+    with isolated_flags():
+        sys.modules.pop("placer.train_main", None)
+        train_main = importlib.import_module("placer.train_main")
+        text = " ".join(flags.FLAGS["init_from"].help.split())
+        sys.modules.pop("placer.train_main", None)
+    for name in methods.names():
+        kind = methods.init_from(name)
+        if kind is not None:
+            assert name in train_main.INIT_FROM_METHODS[kind], name
+            listed = f"{', '.join(train_main.INIT_FROM_METHODS[kind])}: {train_main.INIT_FROM_ACCEPTS[kind]}"
+            assert listed in text
+    assert "a placer-pretrain policy folder" in text and "Other methods take none" in text

@@ -187,3 +187,20 @@ def test_a_pretrained_policy_starts_the_move_table(tmp_path):
     np.testing.assert_allclose(lrn.Q, lrn.ce.start_table)
     np.testing.assert_allclose(lrn.Q.sum(axis=1), 1.0)
     assert not np.allclose(lrn.Q, uniform) and np.allclose(uniform, uniform[:, :1])
+
+
+@pytest.mark.parametrize(
+    ("graph", "branch", "why"),
+    [(parts_graph(24), "annealing", "at most 25% beat it"), (even_parts(12), "cross_entropy", "more than 25% beat")],
+)
+def test_the_first_round_logs_the_branch_it_took(tmp_path, graph, branch, why):
+    """The two graphs of the tests above: single_gpu (300 s, then 78 s) against the 16 probe samples."""
+    lines = []
+    setup = setup_for(graph, cpu_and_gpus(3), "ce_or_annealing", str(tmp_path), budget=2000)
+    setup.log = lines.append
+    lrn = learn_adaptive.CrossEntropyOrAnnealing(setup)
+    (first,) = drive(lrn, setup, 1)
+    faster = int((np.array(first[1:]) < first[0]).sum())
+    start = "300.0 s" if branch == "annealing" else "78.00 s"
+    assert lines[0] == f"ce_or_annealing: {faster} of 16 cross-entropy samples beat its start single_gpu ({start})"
+    assert lines[1].startswith(f"ce_or_annealing: branch {branch} ") and why in lines[1]

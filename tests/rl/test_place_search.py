@@ -23,9 +23,11 @@ def test_place_searches_from_the_policy_and_records_its_budget(tmp_path, capsys)
     graph_io.save(graph, str(tmp_path / "g.graph.json"))
     argv = [f"--policy={policy}", f"--graph={tmp_path / 'g.graph.json'}", "--cluster=k80x4"]
     capsys.readouterr()
-    assert call("placer.place_main", *argv, "--max_placements=48", f"--out={tmp_path / 'p.json'}") == 0
-    out = capsys.readouterr().out
+    assert call("placer.place_main", *argv, "--max_placements=48", "--noprogress", f"--out={tmp_path / 'p.json'}") == 0
+    out, err = capsys.readouterr()
+    assert "pl/s" not in err and "48/48" not in err  # no progress bar
     placement = Placement.load(str(tmp_path / "p.json"))
+    assert placement.metadata["method"] == "ce_or_annealing"  # the method by its own name
     # ce_or_annealing measured 48 placements, the file says so (placer-compare gives its searches as many), and
     # the step time it records is the simulator's for that placement.
     assert placement.metadata["learner"] == "ce_or_annealing" and placement.metadata["samples"] == 48

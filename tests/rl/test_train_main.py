@@ -59,7 +59,7 @@ def test_train_writes_results_then_resume_continues(files, tmp_path):
     assert summary["lower_bound"] == pytest.approx(3.0)
     assert summary["best_step_time"] >= 3.0
     best = json.loads((work / "best_placement.json").read_text())
-    assert best["metadata"]["method"] == "rl" and len(best["ops"]) == 6
+    assert best["metadata"]["method"] == "seq2seq" and len(best["ops"]) == 6  # the method, by its name
     assert os.listdir(work / "tensorboard")
     assert "best step time" in r.stdout
     assert summary["policy"] == "seq2seq_attention" and summary["encoder"] == "bilstm"

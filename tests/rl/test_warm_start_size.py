@@ -99,7 +99,8 @@ def test_train_above_the_threshold_skips_list_scheduling_and_takes_its_step(tmp_
         log=lambda s: lines.append(str(s)),
     )  # fmt: skip
     assert "warm start: placing and measuring all (list scheduling skipped above 5 ops)" in lines
-    assert "warm start: on, imitating the fastest of all (list scheduling skipped above 5 ops)" in lines
+    # The start line names the baseline it starts from and its step time: scotch, one chain per GPU, 3 s.
+    assert "warm start: on, from scotch (3.000 s), the fastest of all (list scheduling skipped above 5 ops)" in lines
     assert summary["steps"] == 1 and summary["best_step_time"] is not None
     # Two chains of three 1 s ops on two GPUs: one chain per GPU takes 3 s, the best any placement does.
     assert summary["best_step_time"] >= 3.0
