@@ -30,6 +30,7 @@ from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
+_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file with costs (docs/formats.md) instead of --config.")
 _CLUSTER = flags.DEFINE_string(
     "cluster",
@@ -69,14 +70,14 @@ def main(argv: list[str]) -> None:
     if _TIMELINE.value and not _OUT.value:
         raise InputError("--timeline needs --out")
     inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "placements": _PLACEMENTS.value}
-    inputs.update(reference=_REFERENCE.value, config=cli.config_file(_CONFIG))
+    inputs.update(reference=_REFERENCE.value, config=cli.config_file(_CONFIG), model=cli.model_file(_MODEL))
     if _OUT.value:
         atomic.check_output_dir(_OUT.value, "out", overwrite=_OVERWRITE.value, owned=OUTPUTS, inputs=inputs)
     if _MEASURE.value not in registry.KINDS:
         raise InputError(f"--measure: unknown kind {_MEASURE.value!r} (valid: {', '.join(registry.KINDS)})")
-    config = _CONFIG.value
+    config = cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
     if (config is None) == (_GRAPH.value is None):
-        raise InputError("give exactly one of --config and --graph")
+        raise InputError("give exactly one of --config (or --model) and --graph")
     spec = _CLUSTER.value or (config.get("cluster") if config is not None else None) or "k80x4"
     cluster = cli.load_cluster(spec)
     paths, methods = compare_lib.with_reference(_PLACEMENTS.value, methods, _REFERENCE.value)

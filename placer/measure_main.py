@@ -23,6 +23,7 @@ from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
+_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
 _GRAPH = flags.DEFINE_string("graph", None, "Graph JSON file with costs (docs/formats.md) instead of --config.")
 _CLUSTER = flags.DEFINE_string("cluster", "k80x4", "Cluster preset (configs/clusters), JSON file, or 'local'.")
 _PLACEMENT = flags.DEFINE_string("placement", None, "Placement JSON file (docs/formats.md).")
@@ -38,16 +39,16 @@ def main(argv: list[str]) -> None:
     from placer.measure import measure_lib, registry  # noqa: PLC0415
 
     measure_lib.check_flags(_MEASURE.value, _TRACE.value is not None, _PLACEMENT.value, _BASELINE.value)
-    if (_CONFIG.value is None) == (_GRAPH.value is None):
-        raise InputError("give exactly one of --config and --graph")
+    config = cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
+    if (config is None) == (_GRAPH.value is None):
+        raise InputError("give exactly one of --config (or --model) and --graph")
     if _TRACE.value:
         inputs = {"graph": _GRAPH.value, "placement": _PLACEMENT.value, "cluster": _CLUSTER.value}
         inputs["config"] = cli.config_file(_CONFIG)
+        inputs["model"] = cli.model_file(_MODEL)
         atomic.check_output_file(_TRACE.value, "trace", overwrite=_OVERWRITE.value, inputs=inputs)
     cluster = cli.load_cluster(_CLUSTER.value)
-    loaded = pipeline.load_graph(
-        cluster, config=_CONFIG.value, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim"
-    )
+    loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
     if _PLACEMENT.value:
         placement = measure_lib.load_placement(graph, cluster, _PLACEMENT.value)
