@@ -117,8 +117,8 @@ def bench_model(name: str, spec: str, root: str, max_placements: int) -> dict:
     }
 
 
-def section(results: list[dict]) -> str:
-    out = [f"Commit {report.commit()}. Every command as docs/own_model.md gives it, in a fresh process, "
+def section(results: list[dict], commit: str) -> str:
+    out = [f"Commit {commit}. Every command as docs/own_model.md gives it, in a fresh process, "
            "4 logical CPUs (`local:4`), the simulator with Grappler's CPU costs; default batch size 32.", ""]  # fmt: skip
     for r in results:
         out += [f"**{r['spec']}**", "", "```"]
@@ -151,8 +151,9 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(MODELS))
     parser.add_argument("--root", default="/tmp/placer-own-model")
     args = parser.parse_args()
+    commit = report.commit()  # the code the runs use, before they start
     results = [bench_model(n, MODELS[n], args.root, args.max_placements) for n in args.only.split(",")]
-    body = section(results)
+    body = section(results, commit)
     print(body)
     report.update_section("own_model", "Your own Keras model, end to end", body, "bench/own_model.py")
 
