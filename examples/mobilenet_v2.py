@@ -1,6 +1,6 @@
 """MobileNetV2 (Sandler et al. 2018) from tf_keras.applications: 96x96 images, 10 classes, no weights.
 
-    placer-extract --model=examples/mobilenet_v2.py:mobilenet_v2 --cluster=local:4 --out=mnv2.graph.json.gz
+placer-extract --model=examples/mobilenet_v2.py:mobilenet_v2 --cluster=local:4 --out=mnv2.graph.json.gz
 """
 
 import tf_keras

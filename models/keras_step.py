@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 from tensorflow.core.framework import variable_pb2
+from tensorflow.python.framework import meta_graph
 
 from models.common import TRAIN_OP_COLLECTION, ModelGraph
 from placer.core.errors import InputError
@@ -139,6 +140,16 @@ def _legacy_optimizer(optimizer, where: str):
     return cls(**config)
 
 
+def legacy_optimizer_from_config(saved: dict, where: str):
+    """A tf_keras legacy optimizer from a serialised one ({"class_name", "config"}), its other settings dropped."""
+    cls = getattr(tf_keras.optimizers.legacy, str(saved.get("class_name")), None)
+    if cls is None:
+        raise InputError(f"{where}: optimizer {saved.get('class_name')} has no graph-mode (legacy) tf_keras version")
+    config = saved.get("config") or {}
+    keys = ("learning_rate", *_OPTIMIZER_KEYS)
+    return cls(**{k: v for k, v in config.items() if k in keys and v is not None})
+
+
 _OPTIMIZER_KEYS = ("beta_1", "beta_2", "epsilon", "amsgrad", "momentum", "nesterov", "rho", "centered",
                    "initial_accumulator_value", "clipnorm", "clipvalue", "global_clipnorm")  # fmt: skip
 
@@ -181,9 +192,11 @@ def training_step(model, *, name: str, batch_size: int, seed: int, where: str) -
         loss = _loss(model, ys, outputs, names)
     optimizer = _legacy_optimizer(model.optimizer, where)
     variables = model.trainable_variables
-    with tf.compat.v1.name_scope("update"):
-        step_updates = optimizer.get_updates(loss, variables)
-    with tf.control_dependencies([*step_updates, *updates]):
+    # Gradients named gradients/<forward op>_grad/..., as the built-in models' (tf.compat.v1.gradients).
+    grads = tf.compat.v1.gradients(loss, variables)
+    pairs = [(g, v) for g, v in zip(grads, variables, strict=True) if g is not None]  # Keras skips the others too
+    update = optimizer.apply_gradients(pairs)
+    with tf.control_dependencies([update, *updates]):
         train_op = tf.no_op(name="train_op")
     init_op = tf.compat.v1.global_variables_initializer()
     return _pruned(graph, name, train_op.name, loss.name, init_op.name, where)
@@ -220,7 +233,7 @@ def _pruned(graph: tf.Graph, name: str, train: str, loss: str, init: str, where:
         values.extend(d.SerializeToString() for d in defs)
     out = tf.Graph()
     with out.as_default():
-        tf.compat.v1.train.import_meta_graph(meta, clear_devices=False)
+        meta_graph.import_scoped_meta_graph(meta)  # as train.import_meta_graph, without adding a Saver's ops
         train_op, init_op = out.get_operation_by_name(train), out.get_operation_by_name(init)
         out.add_to_collection(TRAIN_OP_COLLECTION, train_op)
         out.add_to_collection(tf.compat.v1.GraphKeys.INIT_OP, init_op)

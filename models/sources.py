@@ -112,6 +112,33 @@ def keras_version_of(path: str) -> str:
         raise InputError(f"{path}: not a saved Keras model (.keras zip with metadata.json): {one_line(e)}") from None
 
 
+def _compile_as_saved(model, path: str) -> None:
+    """Compiles a loaded model with the optimizer and loss saved in its file (graph mode restores neither)."""
+    import json  # noqa: PLC0415
+
+    import tf_keras  # noqa: PLC0415
+
+    from models import keras_step  # noqa: PLC0415
+
+    with zipfile.ZipFile(path) as z:
+        saved = json.loads(z.read("config.json")).get("compile_config") or {}
+    if not saved.get("optimizer") or not saved.get("loss"):
+        raise InputError(f"{path}: the model was saved uncompiled (call model.compile(optimizer=..., loss=...) first)")
+
+    def loss_of(value):
+        if isinstance(value, dict) and "class_name" not in value:
+            return {k: loss_of(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [loss_of(v) for v in value]
+        return tf_keras.losses.get(value)
+
+    model.compile(
+        optimizer=keras_step.legacy_optimizer_from_config(saved["optimizer"], path),
+        loss=loss_of(saved["loss"]),
+        loss_weights=saved.get("loss_weights"),
+    )
+
+
 def _from_keras_file(path: str, config) -> ModelGraph:
     import tf_keras  # noqa: PLC0415
 
@@ -129,7 +156,10 @@ def _from_keras_file(path: str, config) -> ModelGraph:
     with graph.as_default():
         tf.compat.v1.set_random_seed(int(config.get("seed", 1)))
         try:
-            model = tf_keras.models.load_model(path, compile=True)
+            model = tf_keras.models.load_model(path, compile=False)
+            _compile_as_saved(model, path)
+        except InputError:
+            raise
         except Exception as e:  # noqa: BLE001 (a file tf_keras cannot load is bad input)
             raise InputError(f"{path}: cannot be loaded: {one_line(e)}") from None
         keras_step.check_model(model, path)
