@@ -45,7 +45,7 @@ def _loss_name(loss) -> str:
     return (getattr(loss, "__name__", None) or type(loss).__name__).lower()
 
 
-def _per_output_losses(loss, names: list[str]) -> list[str]:
+def per_output_losses(loss, names: list[str]) -> list[str]:
     if isinstance(loss, dict):
         return [_loss_name(loss.get(n, "")) for n in names]
     if isinstance(loss, list | tuple):
@@ -53,7 +53,7 @@ def _per_output_losses(loss, names: list[str]) -> list[str]:
     return [_loss_name(loss)] * len(names)
 
 
-def _target(i: int, shape: tf.TensorShape, dtype: tf.DType, loss: str, batch: int, seed: int) -> tf.Tensor:
+def synthetic_target(i: int, shape: tf.TensorShape, dtype: tf.DType, loss: str, batch: int, seed: int) -> tf.Tensor:
     """Synthetic targets for output `i` of static shape `shape` (batch dim first) under `loss`."""
     dims = [batch, *shape[1:].as_list()]
     classes = int(dims[-1]) if len(dims) > 1 else 2
@@ -94,6 +94,20 @@ def _vocab(model) -> int:
     return int(min(dims)) if dims else 2
 
 
+def synthetic_input(name: str, shape: list[int], dtype: tf.DType, seed: list[int], vocab: int) -> tf.Tensor:
+    """One synthetic input: floats uniform in [-1, 1), integers (token ids) uniform in [0, vocab).
+
+    Raises:
+      InputError: a dtype that is neither (named by the caller's message).
+    """
+    if dtype.is_integer:
+        t = tf.random.stateless_uniform(shape, seed=seed, maxval=vocab, dtype=tf.int32)
+        return tf.cast(t, dtype, name=name) if dtype != tf.int32 else tf.identity(t, name=name)
+    if dtype.is_floating:
+        return tf.random.stateless_uniform(shape, seed=seed, minval=-1.0, maxval=1.0, dtype=dtype, name=name)
+    raise InputError(f"input {name} has dtype {dtype.name}; only numbers can be made up")
+
+
 def _inputs(model, batch: int, seed: int, where: str) -> list[tf.Tensor]:
     """Synthetic inputs of the model's input shapes, batch dimension `batch`."""
     out = []
@@ -104,14 +118,10 @@ def _inputs(model, batch: int, seed: int, where: str) -> list[tf.Tensor]:
                 f"{where}: input {x.name!r} has unknown dimensions {tuple(x.shape.as_list())} (give every "
                 "dimension but the batch, e.g. tf_keras.Input(shape=(96, 96, 3)))"
             )
-        shape, s = [batch, *dims], [seed, i]
-        if x.dtype.is_integer:
-            t = tf.random.stateless_uniform(shape, seed=s, maxval=_vocab(model), dtype=tf.int32)
-            out.append(tf.cast(t, x.dtype, name=f"x{i}") if x.dtype != tf.int32 else tf.identity(t, name=f"x{i}"))
-        elif x.dtype.is_floating:
-            out.append(tf.random.stateless_uniform(shape, seed=s, minval=-1.0, maxval=1.0, dtype=x.dtype, name=f"x{i}"))
-        else:
-            raise InputError(f"{where}: input {x.name!r} has dtype {x.dtype.name}; only numbers can be made up")
+        try:
+            out.append(synthetic_input(f"x{i}", [batch, *dims], x.dtype, [seed, i], _vocab(model)))
+        except InputError as e:
+            raise InputError(f"{where}: {e}") from None
     return out
 
 
@@ -185,9 +195,9 @@ def training_step(model, *, name: str, batch_size: int, seed: int, where: str) -
     updates = _forward_updates(graph, first)
     outputs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
     names = list(getattr(model, "output_names", None) or [f"output_{i}" for i in range(len(outputs))])
-    kinds = _per_output_losses(model.loss, names)
+    kinds = per_output_losses(model.loss, names)
     with tf.compat.v1.name_scope("target"):
-        ys = [_target(i, o.shape, o.dtype, kinds[i], batch_size, seed) for i, o in enumerate(outputs)]
+        ys = [synthetic_target(i, o.shape, o.dtype, kinds[i], batch_size, seed) for i, o in enumerate(outputs)]
     with tf.compat.v1.name_scope("loss"):
         loss = _loss(model, ys, outputs, names)
     optimizer = _legacy_optimizer(model.optimizer, where)
@@ -245,16 +255,11 @@ def check_model(model, where: str) -> None:
     """Checks that `model` is a compiled tf_keras model.
 
     Raises:
-      InputError: naming `where` and what is wrong (a Keras 3 model says what to do).
+      InputError: naming `where` and what is wrong.
     """
     if isinstance(model, tf_keras.Model):
         if getattr(model, "optimizer", None) is None or getattr(model, "loss", None) is None:
             raise InputError(f"{where}: the model is not compiled (call model.compile(optimizer=..., loss=...))")
         return
     kind = type(model)
-    if kind.__module__.startswith("keras") and hasattr(model, "compile"):
-        raise InputError(
-            f"{where}: returned a Keras 3 model ({kind.__module__}.{kind.__name__}); build it with tf_keras "
-            "(Keras 2: `import tf_keras`, tf_keras.layers, tf_keras.Model), which runs in TF1 graph mode"
-        )
-    raise InputError(f"{where}: returned {kind.__name__}, not a compiled tf_keras model")
+    raise InputError(f"{where}: returned {kind.__name__}, not a compiled Keras model")

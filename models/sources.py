@@ -81,18 +81,33 @@ def build(source: str, config) -> ModelGraph:
     graph = tf.Graph()
     with graph.as_default():
         tf.compat.v1.set_random_seed(int(config.get("seed", 1)))
-        try:
-            model = fn()
-        except InputError:
-            raise
-        except Exception as e:  # noqa: BLE001 (a user's function failing is bad input)
-            raise InputError(f"{where}: raised {one_line(e)}") from None
+        model = _call(fn, where)
         if isinstance(model, ModelGraph):
             return model
+    from models import keras3_step  # noqa: PLC0415
+
+    if keras3_step.is_keras3(model):  # traced in a function of its own: Keras 3 does not build in graph mode
+        import keras  # noqa: PLC0415
+
+        keras.backend.clear_session()  # fresh layer names, so every process names the step's ops alike
+        model = _call(fn, where)
+        return keras3_step.traced_step(
+            model, name=config.name, batch_size=_batch(config), seed=int(config.get("seed", 1)), where=where
+        )
+    with graph.as_default():
         keras_step.check_model(model, where)
         return keras_step.training_step(
             model, name=config.name, batch_size=_batch(config), seed=int(config.get("seed", 1)), where=where
         )
+
+
+def _call(fn, where: str):
+    try:
+        return fn()
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 (a user's function failing is bad input)
+        raise InputError(f"{where}: raised {one_line(e)}") from None
 
 
 def _batch(config) -> int:
@@ -146,11 +161,18 @@ def _from_keras_file(path: str, config) -> ModelGraph:
 
     if not os.path.isfile(path):
         raise InputError(f"{path}: no such file")
-    version = keras_version_of(path)
-    if version.startswith("3"):
-        raise InputError(
-            f"{path}: saved by Keras {version}; save the model with tf_keras (Keras 2: model.save(...) of a "
-            "tf_keras model), or give its Python function with --model=FILE.py:FUNCTION"
+    if keras_version_of(path).startswith("3"):
+        import keras  # noqa: PLC0415
+
+        from models import keras3_step  # noqa: PLC0415
+
+        keras.backend.clear_session()
+        try:
+            model = keras.saving.load_model(path)
+        except Exception as e:  # noqa: BLE001 (a file Keras cannot load is bad input)
+            raise InputError(f"{path}: cannot be loaded: {one_line(e)}") from None
+        return keras3_step.traced_step(
+            model, name=config.name, batch_size=_batch(config), seed=int(config.get("seed", 1)), where=path
         )
     graph = tf.Graph()
     with graph.as_default():

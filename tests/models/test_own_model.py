@@ -107,14 +107,32 @@ def test_builtin_models_are_sources_of_the_registry():
         registry.user_model_config("nowhere.py:f")
 
 
+def test_a_keras3_model_is_traced_into_a_standalone_step():
+    m = models.build(registry.user_model_config(f"{MODELS}:keras3_mlp", batch_size=4))
+    ops = m.graph.get_operations()
+    assert not [op.name for op in ops if op.type.startswith("Placeholder")]
+    # The traced function's captured handles became variables named after their Keras paths.
+    handles = {op.name for op in ops if op.type == "VarHandleOp"}
+    assert {"k3_hidden/kernel", "k3_bn/moving_mean", "k3_logits/bias"} <= handles
+    step = _ancestors(m.train_op)
+    updates = [
+        op for op in ops if op.type == "AssignVariableOp" and op.name in step and "moving_mean" in op.inputs[0].op.name
+    ]
+    assert updates  # batch norm's moving mean is updated with every step
+    with tf.compat.v1.Session(graph=m.graph) as sess:
+        sess.run(m.init_op)
+        losses = [sess.run([m.train_op, m.loss])[1] for _ in range(3)]
+    assert losses[2] < losses[1] < losses[0]
+
+
 # Each mistake in a model file: placer-extract prints one line naming the file, the function and the problem.
 MISTAKES = {
     "raises": "raised RuntimeError: out of coffee",
-    "not_a_model": "returned str, not a compiled tf_keras model",
+    "not_a_model": "returned str, not a compiled Keras model",
     "uncompiled": "the model is not compiled (call model.compile(optimizer=..., loss=...))",
     "unknown_shape": "has unknown dimensions (None, None, 4) (give every dimension but the batch",
     "needs_feed": "the training step needs a feed for placeholder 'scale'",
-    "keras3": "returned a Keras 3 model (keras.src.models.sequential.Sequential); build it with tf_keras",
+    "keras3_uncompiled": "the model is not compiled (call model.compile(optimizer=..., loss=...))",
     "missing": "no function 'missing' in",
 }
 

@@ -84,6 +84,7 @@ def test_place_with_a_pretrained_policy(tmp_path):
 
 
 # One fresh process with 4 logical CPUs runs each entry in turn, in process; {d} is the test's folder.
+K3 = [f"--model={MLP}".replace(":mlp", ":keras3_mlp"), "--batch_size=4"]
 TINY = ["--model=examples/tiny_cnn.py:tiny_cnn", "--batch_size=8"]
 RUNS = {
     "compare_local": ["placer.compare_main", *MODEL, "--cluster=local:4", "--methods=single_cpu,scotch", "--out={d}/cmp"],
@@ -91,6 +92,12 @@ RUNS = {
                 "--measure=session"],
     "apply": ["placer.apply_main", *MODEL, "--placement={d}/cmp/placement_scotch.json", "--logical_cpus=4",
               "--steps=2", "--strict", "--report={d}/apply.json"],
+    # A Keras 3 model: traced, placed, measured in a session and applied alike.
+    "keras3_compare": ["placer.compare_main", *K3, "--cluster=local:4", "--methods=single_cpu", "--out={d}/k3"],
+    "keras3_session": ["placer.measure_main", *K3, "--cluster=local:4", "--placement={d}/k3/placement_single_cpu.json",
+                       "--measure=session"],
+    "keras3_apply": ["placer.apply_main", *K3, "--placement={d}/k3/placement_single_cpu.json", "--logical_cpus=4",
+                     "--steps=2", "--strict", "--report={d}/k3_apply.json"],
     # The example, as docs/own_model.md runs it, at tiny size.
     "example_extract": ["placer.extract_main", *TINY, "--cluster=local:4", "--devices=4", "--out={d}/tiny.graph.json"],
     "example_train": ["placer.train_main", *TINY, "--cluster=local:4", "--workdir={d}/run", "--max_placements=200",
@@ -136,6 +143,16 @@ def test_session_measure_and_apply_run_the_model_on_logical_cpus(local_runs):
     report = json.load(open(d / "apply.json"))
     assert report["graph"]["name"] == "mlp" and report["moved"] == {} and report["fused"] == {}
     assert report["verified_ops"] > 50 and "moved by TF: 0" in out
+
+
+@pytest.mark.slow
+def test_a_keras3_model_is_compared_measured_and_applied(local_runs):
+    d, runs = local_runs
+    assert "single_cpu" in _ok(runs["keras3_compare"])
+    assert "step time" in _ok(runs["keras3_session"])
+    _ok(runs["keras3_apply"])
+    report = json.load(open(d / "k3_apply.json"))
+    assert report["moved"] == {} and report["fused"] == {} and report["verified_ops"] > 30
 
 
 @pytest.mark.slow

@@ -57,7 +57,16 @@ def needs_feed():
     return model
 
 
-def keras3():
-    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
-    model.compile("sgd", "mse")
+def keras3_mlp():
+    """The mlp in Keras 3 (`keras`, the TensorFlow backend)."""
+    x = inputs = keras.Input(shape=(4,))
+    x = keras.layers.Dense(8, name="k3_hidden")(x)
+    x = keras.layers.BatchNormalization(name="k3_bn")(x)
+    outputs = keras.layers.Dense(3, activation="softmax", name="k3_logits")(keras.layers.ReLU()(x))
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
     return model
+
+
+def keras3_uncompiled():
+    return keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
