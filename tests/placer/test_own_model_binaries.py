@@ -8,6 +8,7 @@ others run in this process.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -98,15 +99,35 @@ RUNS = {
                        "--measure=session"],
     "keras3_apply": ["placer.apply_main", *K3, "--placement={d}/k3/placement_single_cpu.json", "--logical_cpus=4",
                      "--steps=2", "--strict", "--report={d}/k3_apply.json"],
-    # The example, as docs/own_model.md runs it, at tiny size.
-    "example_extract": ["placer.extract_main", *TINY, "--cluster=local:4", "--devices=4", "--out={d}/tiny.graph.json"],
-    "example_train": ["placer.train_main", *TINY, "--cluster=local:4", "--workdir={d}/run", "--max_placements=200",
-                      "--config.placer.train.method=annealing_warm", "--noprogress"],
-    "example_compare": ["placer.compare_main", *TINY, "--cluster=local:4", "--placements={d}/run/best_placement.json",
-                        "--methods=single_cpu,scotch,random_search", "--reference=single_cpu"],
-    "example_apply": ["placer.apply_main", *TINY, "--placement={d}/run/best_placement.json", "--logical_cpus=4",
-                      "--steps=2", "--strict", "--report={d}/example_apply.json"],
+    # The example: docs/own_model.md's commands (example_extract, _train, _compare, _apply), added below.
 }  # fmt: skip
+SECTION = "## From the file to a placement you train with"
+
+
+def doc_commands(folder: str) -> dict[str, list[str]]:
+    """docs/own_model.md's commands, as written, on the tiny example: smaller batch and search, the apply checked."""
+    text = open(os.path.join(ROOT, "docs", "own_model.md")).read()
+    block = re.sub(r"\\\n\s*", " ", text[text.index(SECTION) :].split("```")[1])
+    out = {}
+    for line in block.splitlines():
+        if not line.startswith(".venv/bin/placer-"):
+            continue
+        line = line.replace("examples/mobilenet_v2.py:mobilenet_v2", "examples/tiny_cnn.py:tiny_cnn --batch_size=8")
+        line = line.replace("runs/mnv2", f"{folder}/run").replace("mnv2.graph.json.gz", f"{folder}/tiny.graph.json")
+        argv = line.split()
+        binary = argv[0].rsplit("-", 1)[1]
+        extra = {
+            # A fast search that runs on CPU-only clusters; 200 measured placements.
+            "train": ["--config.placer.train.method=annealing_warm", "--noprogress"],
+            "compare": ["--methods=single_cpu,scotch,random_search", "--reference=single_cpu"],
+            "apply": ["--steps=2", "--strict", f"--report={folder}/example_apply.json"],
+        }.get(binary, [])
+        argv = [re.sub(r"^--max_placements=\d+$", "--max_placements=200", a) for a in argv[1:]] + extra
+        out[f"example_{binary}"] = [f"placer.{binary}_main", *argv]
+    assert list(out) == ["example_extract", "example_train", "example_compare", "example_apply"], out
+    return out
+
+
 SCRIPT = """
 import json, sys
 from graphs import local_cluster
@@ -124,7 +145,7 @@ print("RESULT " + json.dumps(out))
 @pytest.fixture(scope="module")
 def local_runs(tmp_path_factory):
     d = tmp_path_factory.mktemp("own_model")
-    argv = {key: [a.format(d=d) for a in args] for key, args in RUNS.items()}
+    argv = {key: [a.format(d=d) for a in args] for key, args in RUNS.items()} | doc_commands(str(d))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     p = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(argv)], cwd=ROOT, env=env, capture_output=True,
                        text=True, timeout=1200)  # fmt: skip
@@ -163,6 +184,7 @@ def test_the_example_runs_end_to_end(local_runs):
     assert summary["graph"] == "tiny_cnn" and summary["placements"] == 200
     compare = _ok(runs["example_compare"])
     assert "rl" in compare and "random_search" in compare
+    assert os.path.exists(d / "run" / "compare" / "table.md")
     _ok(runs["example_apply"])
     report = json.load(open(d / "example_apply.json"))
     # --strict: every op of the step that ran was traced on the device the search gave it; the rest are outside
