@@ -77,8 +77,8 @@ def traced_step(model, *, name: str, batch_size: int, seed: int, where: str) -> 
             y = ys if len(ys) > 1 else ys[0]
             loss = model.compute_loss(x=x, y=y, y_pred=outputs, training=True)
         variables = model.trainable_variables
-        grads = tape.gradient(loss, variables)
-        model.optimizer.apply([g for g in grads], variables)
+        pairs = [(g, v) for g, v in zip(tape.gradient(loss, variables), variables, strict=True) if g is not None]
+        model.optimizer.apply([g for g, _ in pairs], [v for _, v in pairs])  # Keras skips the others too
         return tf.identity(loss, name="loss")
 
     try:

@@ -11,9 +11,11 @@ moving averages) run with every step.
 
 The function builds its model inside that graph, on Keras inputs
 (placeholders). Those placeholders and the forward ops Keras builds on them
-are never run: once the step is built, the graph keeps only what the step and
-the variable initializer need (the two ops' fan-in), so the step's graph has
-one forward pass and no placeholder.
+are never run: once the step is built, the graph keeps only what the step,
+the loss and the variable initializer need (the three ops' fan-in, and each
+variable's snapshot read that a MetaGraphDef names it by), so the step's graph
+has one forward pass and no placeholder. Keras 3 models are traced instead
+(models/keras3_step.py).
 
 Synthetic data: float inputs uniform in [-1, 1); integer inputs (token ids)
 uniform in [0, the smallest `input_dim` of the model's Embedding layers, else

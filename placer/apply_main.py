@@ -2,6 +2,8 @@
 
   placer-apply --config=configs/nmt.py:tiny --placement=best.placement.json \
       --device_map=/device:GPU:0=/device:CPU:0,/device:GPU:1=/device:CPU:1 --logical_cpus=2 --steps=10
+  placer-apply --model=examples/tiny_cnn.py:tiny_cnn --batch_size=8 --placement=runs/tiny/best_placement.json \
+      --logical_cpus=4 --strict
 
 Builds the model, checks the placement against it and this machine
 (placer.apply `validate`), sets every op's device, runs `--steps` training
