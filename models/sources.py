@@ -75,6 +75,11 @@ def build(source: str, config) -> ModelGraph:
         return _from_keras_file(source, config)
     fn, where = function_of(source)
     if _takes_config(fn):  # a builder of the registry's kind: config -> ModelGraph
+        if config.get("source"):  # --model names functions of no arguments
+            raise InputError(
+                f"{where}: takes arguments; --model needs a function of none that returns a compiled Keras model "
+                "(the built-in models: --config=configs/MODEL.py)"
+            )
         return fn(config)
     from models import keras_step  # noqa: PLC0415
 

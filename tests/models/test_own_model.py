@@ -134,6 +134,7 @@ MISTAKES = {
     "needs_feed": "the training step needs a feed for placeholder 'scale'",
     "keras3_uncompiled": "the model is not compiled (call model.compile(optimizer=..., loss=...))",
     "missing": "no function 'missing' in",
+    "takes_arguments": "takes arguments; --model needs a function of none that returns a compiled Keras model",
 }
 
 

@@ -30,6 +30,10 @@ def two_heads():
     return model
 
 
+def takes_arguments(width):
+    return mlp()
+
+
 def raises():
     raise RuntimeError("out of coffee")
 
