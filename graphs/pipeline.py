@@ -3,8 +3,8 @@
 Shared by the binaries: a model config is built with TensorFlow, extracted,
 and given Grappler costs for the cluster's device types; a graph JSON file
 already carries its costs. Costed graphs are cached, keyed by the model
-config, the cluster's device properties, the code that costs it and the
-installed TensorFlow version (Grappler's cost model changes between
+config (and a user's model file), the cluster's device properties, the code
+that costs it and the installed TensorFlow version (Grappler's cost model changes between
 releases), so a second run skips TF.
 """
 
@@ -17,6 +17,7 @@ import json
 import os
 import time
 
+from models import registry
 from placer.core import io as graph_io
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
@@ -62,6 +63,10 @@ def _cache_key(model_config, cluster: Cluster) -> str:
     h = hashlib.sha256()
     key = {"model": model_config.to_dict(), "devices": devices, "tensorflow": tensorflow_version()}
     h.update(json.dumps(key, sort_keys=True, default=str).encode())
+    user_file = registry.source_file(model_config.get("source") or "")
+    if user_file and os.path.isfile(user_file):  # a user's model file: its text is part of the key
+        with open(user_file, "rb") as fh:
+            h.update(fh.read())
     for source in _SOURCES:
         path = os.path.join(_ROOT, source)
         files = (

@@ -1,10 +1,11 @@
-"""TensorFlow builders of the training graphs: RNNLM, NMT, Inception-V3.
+"""TensorFlow builders of the training graphs: RNNLM, NMT, Inception-V3, and a user's Keras model.
 
 `import models` is cheap: TensorFlow is imported only when `build` runs (or
 `ModelGraph` is first used).
 
     from configs import nmt
     graph = models.build(nmt.get_config("tiny").model)
+    graph = models.build(models.registry.user_model_config("examples/tiny_cnn.py:tiny_cnn", batch_size=8))
 """
 
 from models.registry import MODEL_NAMES, build

@@ -2,6 +2,8 @@
 
   placer-apply --config=configs/nmt.py:tiny --placement=best.placement.json \
       --device_map=/device:GPU:0=/device:CPU:0,/device:GPU:1=/device:CPU:1 --logical_cpus=2 --steps=10
+  placer-apply --model=examples/tiny_cnn.py:tiny_cnn --batch_size=8 --placement=runs/tiny/best_placement.json \
+      --logical_cpus=4 --strict
 
 Builds the model, checks the placement against it and this machine
 (placer.apply `validate`), sets every op's device, runs `--steps` training
@@ -35,6 +37,7 @@ from placer.core import atomic, fmt
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
+_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
 _PLACEMENT = flags.DEFINE_string("placement", None, "Placement JSON file (docs/formats.md).")
 _DEVICE_MAP = flags.DEFINE_string(
     "device_map", None, "Retarget devices: SOURCE=TARGET pairs, comma-separated, e.g. /device:GPU:0=/device:CPU:1."
@@ -52,12 +55,13 @@ _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --report
 
 def main(argv: list[str]) -> None:
     del argv
-    if _CONFIG.value is None or _PLACEMENT.value is None:
-        raise InputError("give --config=configs/MODEL.py and --placement=FILE")
+    config = cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
+    if config is None or _PLACEMENT.value is None:
+        raise InputError("give --config=configs/MODEL.py (or --model=FILE.py:FUNCTION) and --placement=FILE")
     if _STEPS.value < 1:
         raise InputError(f"--steps: need at least 1, got {_STEPS.value}")
     if _REPORT.value:
-        inputs = {"placement": _PLACEMENT.value, "config": cli.config_file(_CONFIG)}
+        inputs = {"placement": _PLACEMENT.value, "config": cli.config_file(_CONFIG), "model": cli.model_file(_MODEL)}
         atomic.check_output_file(_REPORT.value, "report", overwrite=_OVERWRITE.value, inputs=inputs)
     num_cpus = _LOGICAL_CPUS.value or 1
     if num_cpus < 1:
@@ -74,7 +78,7 @@ def main(argv: list[str]) -> None:
     from graphs import extract  # noqa: PLC0415
     from placer.apply import apply_lib  # noqa: PLC0415
 
-    model = models.build(_CONFIG.value.model)
+    model = models.build(config.model)
     graph = extract.extract(model.metagraph, name=model.name)
     local = local_cluster.discover(num_cpus).device_names
     applied = apply_lib.apply_file(model, graph, _PLACEMENT.value, _DEVICE_MAP.value, local)

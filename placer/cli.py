@@ -432,3 +432,70 @@ def define_flags(module_name: str, *names: str, required=(), defaults=None, note
 def cluster_spec(flag_value: str | None, config) -> str:
     """The cluster a run uses: --cluster, else the config's (None: no config), else k80x4."""
     return flag_value or (config.get("cluster") if config is not None else None) or "k80x4"
+def define_model_flags(module_name: str):
+    """Defines --model and --batch_size (your own Keras model, docs/own_model.md); returns their holders.
+
+    Args:
+      module_name: the binary's module, which the flags are listed under.
+    """
+    from models.registry import DEFAULT_BATCH_SIZE  # noqa: PLC0415 (no TensorFlow)
+
+    return (
+        flags.DEFINE_string(
+            "model",
+            None,
+            "Your own Keras model instead of --config: FILE.py:FUNCTION (FUNCTION() returns a compiled tf_keras "
+            "model with fixed input shapes but the batch) or FILE.keras (a saved compiled tf_keras model); "
+            "see docs/own_model.md.",
+            module_name=module_name,
+        ),
+        flags.DEFINE_integer(
+            "batch_size",
+            DEFAULT_BATCH_SIZE,
+            "With --model: examples per training step (synthetic inputs and targets made in the graph).",
+            lower_bound=1,
+            module_name=module_name,
+        ),
+    )
+
+
+def with_model(config, model, batch_size):
+    """The config a binary runs: --config's, or with --model, a model section for the user's model.
+
+    Args:
+      config: the parsed --config (None when not given; a config without a
+        model section, such as configs/common.py, takes --model's).
+      model, batch_size: the FlagHolders of define_model_flags.
+
+    Returns:
+      The config (the same object as `config` when --model is not given).
+
+    Raises:
+      InputError: --model with a config that has a model, --batch_size
+        without --model, or a malformed --model.
+    """
+    if model.value is None:
+        if flags.FLAGS[batch_size.name].present:
+            raise InputError("--batch_size needs --model (a --config model sets it as --config.model.batch_size=N)")
+        return config
+    from models import registry  # noqa: PLC0415 (no TensorFlow)
+
+    if config is None:
+        from configs import common  # noqa: PLC0415
+
+        config = common.get_config()
+    elif "model" in loaded_config(config):
+        raise InputError("give one of --config=configs/MODEL.py and --model=FILE.py:FUNCTION, not both")
+    section = registry.user_model_config(model.value, batch_size.value)
+    with config.unlocked():  # ml_collections locks a config file's fields
+        config.model = section
+    return config
+
+
+def model_file(model) -> str | None:
+    """The file --model names (a FlagHolder of define_model_flags), or None."""
+    if model.value is None:
+        return None
+    from models import registry  # noqa: PLC0415
+
+    return registry.source_file(model.value)

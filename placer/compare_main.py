@@ -34,6 +34,7 @@ from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
+_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
 _GRAPH, _CLUSTER, _MEASURE, _SEED = cli.define_flags(
     __name__, "graph", "cluster", "measure", "seed", notes={"seed": "Passed to every baseline."}
 )
@@ -80,12 +81,12 @@ def main(argv: list[str]) -> None:
     if _TIMELINE.value and not _OUT.value:
         raise InputError("--timeline needs --out")
     inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "placements": _PLACEMENTS.value}
-    inputs.update(reference=_REFERENCE.value, config=cli.config_file(_CONFIG))
+    inputs.update(reference=_REFERENCE.value, config=cli.config_file(_CONFIG), model=cli.model_file(_MODEL))
     if _OUT.value:
         atomic.check_output_dir(_OUT.value, "out", overwrite=_OVERWRITE.value, owned=OUTPUTS, inputs=inputs)
-    config = _CONFIG.value
+    config = cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
     if (config is None) == (_GRAPH.value is None):
-        raise InputError("give exactly one of --config and --graph")
+        raise InputError("give exactly one of --config (or --model) and --graph")
     spec = cli.cluster_spec(_CLUSTER.value, config)
     cluster = cli.load_cluster(spec)
     paths, methods = compare_lib.with_reference(_PLACEMENTS.value, methods, _REFERENCE.value)

@@ -1,6 +1,7 @@
 """placer-extract: a training graph, extracted with op costs, grouped and summarised.
 
   placer-extract --config=configs/nmt.py:tiny --cluster=k80x4 --out=nmt.graph.json.gz
+  placer-extract --model=examples/tiny_cnn.py:tiny_cnn --batch_size=8 --cluster=local:4 --out=tiny.graph.json.gz
   placer-extract --metagraph=model.meta --name=mymodel --costs=profile --out=mymodel.graph.json
   placer-extract --graph=nmt.graph.json.gz
 
@@ -24,6 +25,7 @@ from placer.core import atomic, io
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
+_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
 _METAGRAPH = flags.DEFINE_string("metagraph", None, "MetaGraphDef file (binary or text) instead of --config.")
 _NAME = flags.DEFINE_string("name", None, "Graph name for --metagraph (default: the file name).")
 _OUT = flags.DEFINE_string("out", None, "Write the extracted graph here as graph JSON (.gz = gzip).")
@@ -72,14 +74,16 @@ def main(argv: list[str]) -> None:
     if _OUT.value:
         inputs = {"graph": _GRAPH.value, "metagraph": _METAGRAPH.value, "cluster": _CLUSTER.value}
         inputs["config"] = cli.config_file(_CONFIG)
+        inputs["model"] = cli.model_file(_MODEL)
         atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value, inputs=inputs)
     from graphs import extract_lib  # noqa: PLC0415
 
     if _DEVICES.value is not None and _DEVICES.value <= 0:
         raise InputError(f"--devices must be positive, got {_DEVICES.value}")
     config = None if _CONFIG.value is None else cli.loaded_config(_CONFIG.value)
+    config = cli.with_model(config, _MODEL, _BATCH_SIZE)
     if sum(1 for s in (config is not None, _METAGRAPH.value, _GRAPH.value) if s) != 1:
-        raise InputError("give exactly one of --config, --metagraph, --graph")
+        raise InputError("give exactly one of --config (or --model), --metagraph, --graph")
     spec = cli.cluster_spec(_CLUSTER.value, config)
     cluster = cli.load_cluster(spec)
     if _GRAPH.value:

@@ -25,6 +25,7 @@ from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
+_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
 _GRAPH, _CLUSTER, _MEASURE = cli.define_flags(__name__, "graph", "cluster", "measure")
 _PLACEMENT = flags.DEFINE_string("placement", None, "Placement JSON file (docs/formats.md).")
 _BASELINE = flags.DEFINE_string("baseline", None, "Instead of --placement: a baseline method (baselines/registry).")
@@ -38,16 +39,16 @@ def main(argv: list[str]) -> None:
     from placer.measure import measure_lib, registry  # noqa: PLC0415
 
     measure_lib.check_flags(_MEASURE.value, _TRACE.value is not None, _PLACEMENT.value, _BASELINE.value)
-    if (_CONFIG.value is None) == (_GRAPH.value is None):
-        raise InputError("give exactly one of --config and --graph")
+    config = cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
+    if (config is None) == (_GRAPH.value is None):
+        raise InputError("give exactly one of --config (or --model) and --graph")
     if _TRACE.value:
         inputs = {"graph": _GRAPH.value, "placement": _PLACEMENT.value, "cluster": _CLUSTER.value}
         inputs["config"] = cli.config_file(_CONFIG)
+        inputs["model"] = cli.model_file(_MODEL)
         atomic.check_output_file(_TRACE.value, "trace", overwrite=_OVERWRITE.value, inputs=inputs)
-    cluster = cli.load_cluster(cli.cluster_spec(_CLUSTER.value, _CONFIG.value))
-    loaded = pipeline.load_graph(
-        cluster, config=_CONFIG.value, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim"
-    )
+    cluster = cli.load_cluster(cli.cluster_spec(_CLUSTER.value, config))
+    loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
     if _PLACEMENT.value:
         placement = measure_lib.load_placement(graph, cluster, _PLACEMENT.value)

@@ -25,6 +25,7 @@ DEFAULT_SAMPLES = 64  # sampled placements without --samples or --max_seconds
 
 _POLICY = flags.DEFINE_string("policy", None, "Policy folder written by placer-pretrain.", required=True)
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:layers=8.")
+_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
 _GRAPH, _CLUSTER, _SEED = cli.define_flags(
     __name__, "graph", "cluster", "seed", notes={"graph": "Also gen:FAMILY:OPS:SEED, a generated graph."}
 )
@@ -58,6 +59,7 @@ def main(argv):
 
     inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "policy": _POLICY.value}
     inputs["config"] = cli.config_file(_CONFIG)
+    inputs["model"] = cli.model_file(_MODEL)
     atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value, inputs=inputs)
     from placer.rl import methods, place_lib, transfer_lib  # noqa: PLC0415 (imports TensorFlow)
 
@@ -76,10 +78,11 @@ def main(argv):
         raise InputError(f"--samples must be at least 0, got {_SAMPLES.value}")
     if _MAX_SECONDS.value is not None and _MAX_SECONDS.value < 0:
         raise InputError(f"--max_seconds must be at least 0, got {_MAX_SECONDS.value}")
-    if (_CONFIG.value is None) == (_GRAPH.value is None):
-        raise InputError("give exactly one of --config and --graph")
+    given = cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
+    if (given is None) == (_GRAPH.value is None):
+        raise InputError("give exactly one of --config (or --model) and --graph")
     policy, _ = transfer_lib.load_policy(_POLICY.value)
-    config = cli.config_or_default(_CONFIG.value, _GRAPH.value)
+    config = cli.config_or_default(given, _GRAPH.value)
     cluster = cli.load_cluster(cli.cluster_spec(_CLUSTER.value, config))
     if _GRAPH.value is not None:
         source = _GRAPH.value

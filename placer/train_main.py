@@ -5,6 +5,8 @@ Example:
       --workdir=/tmp/nmt --max_placements=4000 --seed=0 --config.placer.train.method=seq2seq
   placer-train --config=configs/nmt.py:tiny --cluster=local:2 --measure=session \
       --engine=ray --workers=2 --workdir=/tmp/nmt-ray --steps=20
+  placer-train --model=examples/tiny_cnn.py:tiny_cnn --batch_size=8 --cluster=local:4 \
+      --workdir=/tmp/tiny --max_placements=200
 """
 
 from absl import flags
@@ -20,6 +22,7 @@ _CONFIG = config_flags.DEFINE_config_file(
     "Model config file, e.g. configs/nmt.py or configs/nmt.py:tiny (default: configs/common.py, the search "
     "settings without a model, for --graph); any field can be overridden, e.g. --config.placer.train.steps=10.",
 )
+_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
 _GRAPH, _CLUSTER, _MEASURE, _WORKDIR, _SEED, _RESUME, _PROGRESS = cli.define_flags(
     __name__,
     "graph", "cluster", "measure", "workdir", "seed", "resume", "progress",
@@ -64,8 +67,9 @@ WRITES = (
 def main(argv):
     del argv
     inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "init_from": _INIT_FROM.value}
+    inputs["model"] = cli.model_file(_MODEL)
     locks.claim_workdir(_WORKDIR.value, inputs=inputs, owned=WRITES)
-    config = cli.config_or_default(_CONFIG.value, _GRAPH.value)
+    config = cli.config_or_default(cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE), _GRAPH.value)
     if config.placer.train.get("method") == "exact":
         from placer.measure import exact  # noqa: PLC0415 (OR-Tools, which must load before TensorFlow)
 
