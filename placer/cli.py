@@ -342,28 +342,7 @@ def define_engine_flags(module_name: str):
     Args:
       module_name: the binary's module, which the flags are listed under (and unloaded with).
     """
-    return (
-        flags.DEFINE_enum(
-            "engine",
-            "inprocess",
-            ["inprocess", "ray"],
-            "Where placements are measured: in this process, or on Ray actors.",
-            module_name=module_name,
-        ),
-        flags.DEFINE_integer(
-            "workers",
-            1,
-            "With --engine=ray: Ray actors measuring a step's placements in parallel.",
-            lower_bound=1,
-            module_name=module_name,
-        ),
-        flags.DEFINE_string(
-            "ray_address",
-            None,
-            "With --engine=ray: the Ray cluster to join (default: start a local Ray).",
-            module_name=module_name,
-        ),
-    )
+    return define_flags(module_name, "engine", "workers", "ray_address")
 
 
 def set_engine(config, engine, workers, ray_address) -> None:
@@ -406,6 +385,24 @@ SHARED_FLAGS = {
     "workdir": (flags.DEFINE_string, None, "Output folder.", {}),
     "resume": (flags.DEFINE_bool, False, "Continue the run saved in --workdir.", {}),
     "progress": (flags.DEFINE_bool, True, "Show a progress line.", {}),
+    "engine": (
+        flags.DEFINE_enum,
+        "inprocess",
+        "Where placements are measured: in this process, or on Ray actors.",
+        {"enum_values": ["inprocess", "ray"]},
+    ),
+    "workers": (
+        flags.DEFINE_integer,
+        1,
+        "With --engine=ray: Ray actors measuring a step's placements in parallel.",
+        {"lower_bound": 1},
+    ),
+    "ray_address": (
+        flags.DEFINE_string,
+        None,
+        "With --engine=ray: the Ray cluster to join (default: start a local Ray).",
+        {},
+    ),
 }
 
 

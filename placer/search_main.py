@@ -62,8 +62,7 @@ _LOSS = flags.DEFINE_enum(
     f"or the REINFORCE moving-average baseline. Default {DEFAULT_LOSS}: the one SLAQ allocated best with "
     "(BENCHMARKS.md, 'SLAQ: which loss signal').",
 )
-_ENGINE = flags.DEFINE_enum("engine", "inprocess", ["inprocess", "ray"], "Where measurement workers run.")
-_RAY_ADDRESS = flags.DEFINE_string("ray_address", None, "Ray cluster address (default: start a local Ray).")
+_ENGINE, _RAY_ADDRESS = cli.define_flags(__name__, "engine", "ray_address")
 _LOCKSTEP = flags.DEFINE_bool(
     "lockstep",
     None,
