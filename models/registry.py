@@ -108,12 +108,12 @@ def build(config):
     # every process and in the costed-graph cache.
     from tensorflow.python.framework import config as tf_config  # noqa: PLC0415 (TF only on build)
 
-    from models import sources  # noqa: PLC0415
+    from models.sources import build as build_source  # noqa: PLC0415 (imports TensorFlow)
 
     if not tf_config.is_op_determinism_enabled():
-        return sources.build(source, config)
+        return build_source(source, config)
     tf_config.disable_op_determinism()
     try:
-        return sources.build(source, config)
+        return build_source(source, config)
     finally:
         tf_config.enable_op_determinism()

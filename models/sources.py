@@ -116,9 +116,8 @@ def _call(fn, where: str):
 
 
 def _batch(config) -> int:
-    from models.registry import DEFAULT_BATCH_SIZE  # noqa: PLC0415
-
-    return int(config.get("batch_size", DEFAULT_BATCH_SIZE))
+    """Examples per step: the config's `batch_size` (models.registry.user_model_config always sets it)."""
+    return int(config.batch_size)
 
 
 def keras_version_of(path: str) -> str:
