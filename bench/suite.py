@@ -18,7 +18,6 @@ bench/out/suite/ratio_to_bound.png from the result files alone.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import multiprocessing
 import os
@@ -29,8 +28,10 @@ from absl import app, flags
 
 from bench import report, suite_graphs, suite_report, suite_runs
 
+TASKS_PER_PROCESS = 8  # runs per worker process before a fresh one (TensorFlow's memory does not all come back)
 SPLIT = os.path.join(suite_graphs.ROOT, "bench", "suite_split.json")
 OUT = os.path.join(suite_graphs.ROOT, "bench", "out", "suite")
+SLOW_FIRST = ("seq2seq",)  # methods that take 10-20 times the others' wall time per run
 QUICK_GRAPHS = ["rnnlm", "mobilenetv3small", "regnetx002", "transformer_encoder", "lstm_lm", "dag1000"]
 
 _TIER = flags.DEFINE_enum("tier", "full", ["full", "quick"], "quick: QUICK_GRAPHS, seed 0, k80x4, no later phases.")
@@ -49,6 +50,7 @@ _RESULTS = flags.DEFINE_string("results", suite_runs.RESULTS, "Folder of the res
 _OUT = flags.DEFINE_string("out", OUT, "Folder of the PNG.")
 _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Run nothing: write the report from the result files.")
 _WRITE = flags.DEFINE_bool("write", True, "Write the BENCHMARKS.md section.")
+_COMMIT = flags.DEFINE_string("commit", "", "The report's code commit (default: that of the run finished last).")
 _DRY = flags.DEFINE_bool("dry_run", False, "Print the runs still to do, run nothing.")
 
 
@@ -90,9 +92,11 @@ def later_jobs(results, graphs, clusters, seeds, split, budget, final, top, wall
             jobs += [{"graph": g, "cluster": c, "method": m, "budget": final, "seed": s, "kind": "learned"}
                      for g in graphs for c in clusters for s in seeds]  # fmt: skip
     if wall:
-        methods = list(dict.fromkeys(r["method"] for r in results if r["kind"] == "learned"))
-        jobs += [{"graph": g, "cluster": clusters[0], "method": m, "budget": f"{wall}s", "seed": seeds[0], "kind": "learned"}
-                 for g in graphs for m in methods]  # fmt: skip
+        for r in results:  # each method's budget run on (graph, first cluster, first seed) gives its rate
+            if (r["kind"], r["cluster"], r["seed"], r["budget"]) == ("learned", clusters[0], seeds[0], budget) and r["graph"] in graphs and r["best"]:  # fmt: skip
+                rate = r["placements"] / max(r["search_seconds"], 1e-9)  # placements a second
+                cap = max(budget, int(rate * wall))  # a budget for the cooling: what it measures in `wall` s
+                jobs.append({**{k: r[k] for k in ("graph", "cluster", "method", "seed", "kind")}, "budget": f"{wall}s", "cap": cap})  # fmt: skip
     return jobs
 
 
@@ -105,7 +109,8 @@ def execute(jobs: list[dict], results: str, commit: str, workers: int, ray_addre
     """
     todo = suite_runs.pending(jobs, results, commit)
     log(f"{len(jobs) - len(todo)} of {len(jobs)} runs done at {commit}; {len(todo)} to run")
-    todo = [{**j, "commit": commit} for j in todo]
+    # The slowest method first, so the pool's last minutes are not one long run alone.
+    todo = sorted(({**j, "commit": commit} for j in todo), key=lambda j: j["method"] not in SLOW_FIRST)
 
     def done(k: int, r: dict) -> None:
         suite_runs.save(results, r)
@@ -126,11 +131,11 @@ def execute(jobs: list[dict], results: str, commit: str, workers: int, ray_addre
         for k, j in enumerate(todo, 1):
             done(k, suite_runs.run_job(j))
     else:
-        ctx = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx, max_tasks_per_child=1) as pool:
-            futures = [pool.submit(suite_runs.run_job, j) for j in todo]
-            for k, f in enumerate(concurrent.futures.as_completed(futures), 1):
-                done(k, f.result())
+        # multiprocessing's Pool, not concurrent.futures: Python 3.11's executor can hang when a worker
+        # retires after max_tasks_per_child.
+        with multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=TASKS_PER_PROCESS) as pool:
+            for k, r in enumerate(pool.imap_unordered(suite_runs.run_job, todo, chunksize=1), 1):
+                done(k, r)
     return len(todo)
 
 
@@ -141,9 +146,8 @@ def prepare(graphs: list[str], clusters: list[str], workers: int, log=print) -> 
         if workers <= 0:
             sizes = [suite_runs.prepare_graph(g, c) for g in graphs]
         else:
-            ctx = multiprocessing.get_context("spawn")
-            with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx, max_tasks_per_child=1) as pool:
-                sizes = list(pool.map(suite_runs.prepare_graph, graphs, [c] * len(graphs)))
+            with multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=1) as pool:
+                sizes = pool.starmap(suite_runs.prepare_graph, [(g, c) for g in graphs], chunksize=1)
         log(f"{c}: {len(sizes)} graphs ready in {time.time() - t0:.0f} s ({', '.join(f'{g} {n}' for g, _, n in sizes)} ops)")  # fmt: skip
 
 
@@ -187,12 +191,19 @@ def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
     return "\n".join(lines)
 
 
-def write_report(results_dir: str, out: str, settings: dict, write: bool, log=print) -> str:
-    """Writes the PNG and (with `write`) the BENCHMARKS.md section; returns the section's Markdown."""
-    results = suite_report.latest(suite_runs.load_all(results_dir))
-    if not results:
+def write_report(results_dir: str, out: str, settings: dict, write: bool, commit: str = "", log=print) -> str:
+    """Writes the PNG and (with `write`) the BENCHMARKS.md section; returns the section's Markdown.
+
+    Only the results of one code commit go in: `commit`, else that of the run finished last.
+    """
+    everything = suite_runs.load_all(results_dir)
+    if not everything:
         log(f"{results_dir}: no results yet")
         return ""
+    commit = commit or max(everything, key=lambda r: r.get("finished", ""))["commit"]
+    results = suite_report.latest([r for r in everything if r["commit"] == commit])
+    if len(results) < len(everything):
+        log(f"{len(everything) - len(results)} results of other commits than {commit} left out of the report")
     png = os.path.join(out, "ratio_to_bound.png")
     budgets = sorted({int(r["budget"]) for r in results if str(r["budget"]).isdigit() and int(r["budget"]) > 0})
     suite_report.plot(results, budgets[0] if budgets else 0, png)
@@ -230,7 +241,7 @@ def main(argv):
             )
             execute(more, _RESULTS.value, commit, _WORKERS.value, _RAY.value)
         print(f"suite runs finished in {time.time() - t0:.0f} s", flush=True)
-    print(write_report(_RESULTS.value, _OUT.value, settings, _WRITE.value))
+    print(write_report(_RESULTS.value, _OUT.value, settings, _WRITE.value, _COMMIT.value))
 
 
 if __name__ == "__main__":

@@ -103,9 +103,11 @@ def placer_config(graph: suite_graphs.SuiteGraph, cluster: str, method: str):
     return config
 
 
-def run_method(graph: suite_graphs.SuiteGraph, op_graph, cluster: str, method: str, budget: int, seed: int) -> dict:
-    """ADAPTER: runs the learned method `method` on `op_graph` for `budget` placements (or, for a budget
-    "Ns", N seconds of wall time) with `seed`.
+def run_method(
+    graph: suite_graphs.SuiteGraph, op_graph, cluster: str, method: str, budget, seed: int, cap: int = 0
+) -> dict:
+    """ADAPTER: runs the learned method `method` on `op_graph` for `budget` placements with `seed`; or, for a
+    budget "Ns", for N seconds of wall time, its cooling fitted to `cap` placements (what it measures in N s).
 
     Returns:
       {"best": s or None, "placements", "groups", "curve": [[placements, best s, wall s], ...] at every
@@ -119,7 +121,7 @@ def run_method(graph: suite_graphs.SuiteGraph, op_graph, cluster: str, method: s
     try:
         s = train_lib.run(
             placer_config(graph, cluster, method), workdir=workdir, steps=0, seed=seed, progress=False,
-            log=lambda *_: None, max_placements=0 if seconds else int(budget), max_seconds=seconds, graph=op_graph,
+            log=lambda *_: None, max_placements=cap if seconds else int(budget), max_seconds=seconds, graph=op_graph,
         )  # fmt: skip
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -166,7 +168,11 @@ def run_job(job: dict) -> dict:
         if job["kind"] == "baseline":
             result.update(run_baseline(op_graph, cluster, job["method"], job["seed"]))
         else:
-            result.update(run_method(graph, op_graph, job["cluster"], job["method"], job["budget"], job["seed"]))
+            result.update(
+                run_method(
+                    graph, op_graph, job["cluster"], job["method"], job["budget"], job["seed"], job.get("cap", 0)
+                )
+            )
     except Exception as e:  # noqa: BLE001 (a failed run is a finding, recorded so a rerun does not retry it)
         result.update(best=None, error=f"{type(e).__name__}: {e}".splitlines()[0][:300], placements=0)
         result.update(curve=[], search_seconds=0.0, wall_seconds=time.time() - t0)

@@ -147,3 +147,40 @@ def test_a_learned_run_records_its_budget_curve_and_groups():
     times = [t for _, t, _ in r["curve"]]
     assert times == sorted(times, reverse=True) and times[-1] == r["best"] >= r["bound"]
     assert suite_report.value([r], "dag300", "k80x2", "annealing", 24, 0) == r["best"]
+
+
+def test_the_two_speed_cluster_runs_ops_at_half_speed_on_its_slow_gpus():
+    import numpy as np  # noqa: PLC0415
+
+    from placer.core import cluster as cluster_lib  # noqa: PLC0415
+    from placer.core.op_graph import OpGraph  # noqa: PLC0415
+    from placer.core.placement import Placement  # noqa: PLC0415
+    from placer.measure import registry  # noqa: PLC0415
+
+    cluster = cluster_lib.load("k80x4_slow4")
+    assert [d.type for d in cluster.devices] == ["CPU"] + ["GPU"] * 8
+    assert [d.speed for d in cluster.devices[1:]] == [1.0] * 4 + [0.5] * 4
+    # Two independent ops of 10 ms on a GPU (no edges, no bytes): apart on two fast GPUs they take 10 ms
+    # (plus one GPU dispatch); one of them on a slow GPU takes 20 ms there.
+    graph = OpGraph.create("two", ["a", "b"], ["MatMul"] * 2, [], device_types=("CPU", "GPU"),
+                           compute_cost=np.array([[1.0, 0.01], [1.0, 0.01]]))  # fmt: skip
+    names = [d.name for d in cluster.devices]
+    fast, mixed = Placement.from_ops(graph, [1, 2], names), Placement.from_ops(graph, [1, 5], names)
+    m_fast, m_mixed = registry.make_measurer("sim", graph, cluster).measure([fast, mixed])
+    dispatch = cluster.devices[1].dispatch
+    assert m_fast.step_time == pytest.approx(0.01 + dispatch, rel=1e-6)
+    assert m_mixed.step_time == pytest.approx(0.02 + dispatch, rel=1e-6)
+
+
+def test_later_phases_pick_on_the_tune_split_and_size_wall_runs_by_rate():
+    results = _hand_made()
+    # On g1 and g2 the ratios to annealing_warm are: better 0.525, mixed 0.9755, annealing_warm 1.
+    assert suite.chosen(results, {"g1", "g2"}, 1000, top=1) == ["better"]
+    assert suite.chosen(results, {"g1", "g2"}, 1000, top=3) == ["better", "mixed", "annealing_warm"]
+    # A tune split without results: every graph decides.
+    assert suite.chosen(results, {"nothing"}, 1000, top=1) == ["better"]
+    jobs = suite.later_jobs(results, ["g1"], ["k80x4"], [0], {"tune": ["g1"]}, 1000, 4000, 1, 300)
+    assert [(j["method"], j["budget"]) for j in jobs if j["budget"] == 4000] == [("better", 4000)]
+    wall = {j["method"]: j["cap"] for j in jobs if j["budget"] == "300s"}
+    # annealing_warm measured 1,000 placements in 100 s: 3,000 in 300 s; the others 1,000 in 10 s: 30,000.
+    assert wall == {"annealing_warm": 3000, "mixed": 30000, "better": 30000}
