@@ -157,6 +157,18 @@ def split_commit() -> str:
     return r.stdout.strip() or "uncommitted"
 
 
+def failures(results: list[dict]) -> list[str]:
+    """One line per method with failed runs: how many, on which graphs, the first error."""
+    out = []
+    for m in dict.fromkeys(r["method"] for r in results):
+        bad = [r for r in results if r["method"] == m and r.get("best") is None]
+        if bad:
+            why = bad[0].get("error") or bad[0].get("failure") or "no placement ran"
+            graphs = ", ".join(dict.fromkeys(r["graph"] for r in bad))
+            out.append(f"- `{m}` failed on {len(bad)} runs ({graphs}): {why}")
+    return [*out, ""] if out else []
+
+
 def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
     """The Markdown of the "Suite" section, from result files alone."""
     results = suite_report.latest(results)
@@ -165,16 +177,21 @@ def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
     counted = sorted({256, *budgets}) if budgets and budgets[0] > 256 else budgets
     commits = ", ".join(f"`{c}` ({n} runs)" for c, n in suite_report.commits(results).items())
     graphs = sorted({r["graph"] for r in results})
+    seeds = sorted({r["seed"] for r in results})
+    clusters = ", ".join(dict.fromkeys(r["cluster"] for r in results))
+    hosts = ", ".join(sorted({r.get("host", "?") for r in results}))
     lines = [
-        f"Results of commit(s) {commits}; split `bench/suite_split.json` of commit `{settings['split_commit']}` "
+        f"Results of code commit {commits}; split `bench/suite_split.json` of commit `{settings['split_commit']}` "
         f"(defaults and hyperparameters may be chosen on its tune split only; the summaries below are on its "
-        f"test split). Tier: {settings['tier']}; {len(graphs)} graphs, {len(results)} runs, "
-        f"{suite_report.wall_total(results) / 3600:.2f} h of run wall time in all (summed over runs; "
-        f"{settings['workers']} at a time). Simulator, op-level measurement; step times are medians over seeds, "
-        "4 significant figures; a ratio is to the lower bound (1x would be optimal). Learned and search methods "
-        "at a budget of N placements are read from the best-so-far curve of each run of at least N; baselines "
-        "place once. Keras graphs: one SGD step at batch 32, 96x96x3 images or 32 tokens, Grappler costs.",
+        f"test split). {len(graphs)} graphs ({len(test & set(graphs))} of the test split), clusters {clusters}, "
+        f"seeds {', '.join(map(str, seeds))}: {len(results)} runs, {suite_report.wall_total(results) / 3600:.2f} h "
+        f"of run wall time summed over runs (on {hosts}). Simulator, op-level measurement; step times are medians "
+        "over seeds, 4 significant figures; a ratio is to the lower bound (1x would be optimal). A method's figure "
+        "at N placements is read from the best-so-far curve of its run of the smallest budget of at least N; a "
+        "baseline places once. Keras graphs: one SGD step at batch 32, 96x96x3 images or 32 tokens, Grappler "
+        "costs. Wall times are of runs that shared the machine with each other and with other work.",
         "",
+        *failures(results),
     ]
     for b in counted:
         lines += [f"### Step time at {b:,} placements", "", suite_report.graph_table(results, b), ""]
@@ -220,7 +237,7 @@ def main(argv):
     suite_graphs.by_name(graphs)  # unknown names fail here, before any run
     clusters = _CLUSTERS.value or (["k80x4"] if quick else list(suite_graphs.CLUSTERS))
     seeds = [int(s) for s in _SEEDS.value or (["0"] if quick else ["0", "1", "2"])]
-    settings = {"tier": _TIER.value, "workers": _WORKERS.value, "split_commit": split_commit()}
+    settings = {"split_commit": split_commit()}
     if not _REPORT_ONLY.value:
         methods = _METHODS.value or suite_runs.learned_methods()
         baselines = _BASELINES.value or suite_runs.baseline_methods()

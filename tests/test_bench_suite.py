@@ -126,9 +126,15 @@ def test_section_is_written_from_results_alone(tmp_path):
     results = _hand_made()
     suite_report.plot(results, 1000, png)
     split = {"tune": [], "test": ["g1", "g2"]}
-    body = suite.section(results, split, {"tier": "quick", "workers": 1, "split_commit": "5p1it00"}, png)
+    body = suite.section(results, split, {"split_commit": "5p1it00"}, png)
     assert os.path.getsize(png) > 0
-    assert "`c0ffee0` (16 runs)" in body and "`5p1it00`" in body
+    assert "`c0ffee0` (16 runs)" in body and "`5p1it00`" in body and "2 graphs (2 of the test split)" in body
+    assert "failed" not in body
+    failed = {**results[1], "best": None, "error": "InputError: no expert placement for this graph: g1"}
+    assert suite.failures([failed]) == [
+        "- `mixed` failed on 1 runs (g1): InputError: no expert placement for this graph: g1",
+        "",
+    ]
     assert "### Step time at 256 placements" in body and "### Test split at 1,000 placements" in body
     summary = body.split("### Test split at 1,000 placements")[1].split("###")[0]
     cells = [[c.strip() for c in line.split("|")[1:-1]] for line in summary.splitlines() if line.startswith("| ")]
