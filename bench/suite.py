@@ -51,6 +51,7 @@ _OUT = flags.DEFINE_string("out", OUT, "Folder of the PNG.")
 _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Run nothing: write the report from the result files.")
 _WRITE = flags.DEFINE_bool("write", True, "Write the BENCHMARKS.md section.")
 _COMMIT = flags.DEFINE_string("commit", "", "The report's code commit (default: that of the run finished last).")
+_NOTE = flags.DEFINE_string("note", "", "A sentence for the section (how long the run took, what was left out).")
 _DRY = flags.DEFINE_bool("dry_run", False, "Print the runs still to do, run nothing.")
 
 
@@ -191,6 +192,7 @@ def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
         "baseline places once. Keras graphs: one SGD step at batch 32, 96x96x3 images or 32 tokens, Grappler "
         "costs. Wall times are of runs that shared the machine with each other and with other work.",
         "",
+        *([settings["note"], ""] if settings.get("note") else []),
         *failures(results),
     ]
     for b in counted:
@@ -237,7 +239,7 @@ def main(argv):
     suite_graphs.by_name(graphs)  # unknown names fail here, before any run
     clusters = _CLUSTERS.value or (["k80x4"] if quick else list(suite_graphs.CLUSTERS))
     seeds = [int(s) for s in _SEEDS.value or (["0"] if quick else ["0", "1", "2"])]
-    settings = {"split_commit": split_commit()}
+    settings = {"split_commit": split_commit(), "note": _NOTE.value}
     if not _REPORT_ONLY.value:
         methods = _METHODS.value or suite_runs.learned_methods()
         baselines = _BASELINES.value or suite_runs.baseline_methods()
