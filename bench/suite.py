@@ -44,7 +44,7 @@ _BUDGET = flags.DEFINE_integer("budget", 1000, "Measured placements of every met
 _FINAL = flags.DEFINE_integer("final_budget", 4000, "Placements of the later phase (0: none).")
 _TOP = flags.DEFINE_integer("top", 3, "Methods run again at --final_budget (and the best learned one).")
 _WALL = flags.DEFINE_integer("wall_seconds", 300, "Wall-time runs of this many seconds (0: none).")
-_WORKERS = flags.DEFINE_integer("workers", 2, "Runs at a time, each in a fresh process (0: in this process).")
+_WORKERS = flags.DEFINE_integer("workers", 2, "Runs at a time in worker processes (0: in this process).")
 _RAY = flags.DEFINE_string("ray_address", "", "Run the jobs as Ray tasks on this cluster (the checkout on every node).")
 _RESULTS = flags.DEFINE_string("results", suite_runs.RESULTS, "Folder of the result files.")
 _OUT = flags.DEFINE_string("out", OUT, "Folder of the PNG.")
@@ -105,7 +105,7 @@ def execute(jobs: list[dict], results: str, commit: str, workers: int, ray_addre
     """Runs the jobs that have no result yet, saving each result as it finishes; returns how many ran.
 
     `workers` 0: one after another in this process; else that many at a
-    time, each in a fresh process (its own TensorFlow and memory); with
+    time in spawned worker processes, a fresh one every TASKS_PER_PROCESS runs; with
     `ray_address`, as Ray tasks of that cluster.
     """
     todo = suite_runs.pending(jobs, results, commit)
