@@ -140,16 +140,25 @@ def execute(jobs: list[dict], results: str, commit: str, workers: int, ray_addre
     return len(todo)
 
 
+def prepare_one(graph: str, cluster: str) -> tuple[str, str, str]:
+    """Builds (or reads) one costed graph; returns (graph, cluster, its op count or why it failed)."""
+    try:
+        return graph, cluster, f"{suite_runs.prepare_graph(graph, cluster)[2]}"
+    except Exception as e:  # noqa: BLE001 (its runs record the error; the other graphs go on)
+        return graph, cluster, f"failed: {type(e).__name__}: {e}".splitlines()[0][:200]
+
+
 def prepare(graphs: list[str], clusters: list[str], workers: int, log=print) -> None:
-    """Builds every costed graph once (cached), the first cluster's in parallel, then the others."""
+    """Builds every costed graph once (cached), the first cluster's in parallel, then the others. A graph
+    that fails to build is named; its runs then fail alike and record why."""
     for c in clusters:
         t0 = time.time()
         if workers <= 0:
-            sizes = [suite_runs.prepare_graph(g, c) for g in graphs]
+            sizes = [prepare_one(g, c) for g in graphs]
         else:
             with multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=1) as pool:
-                sizes = pool.starmap(suite_runs.prepare_graph, [(g, c) for g in graphs], chunksize=1)
-        log(f"{c}: {len(sizes)} graphs ready in {time.time() - t0:.0f} s ({', '.join(f'{g} {n}' for g, _, n in sizes)} ops)")  # fmt: skip
+                sizes = pool.starmap(prepare_one, [(g, c) for g in graphs], chunksize=1)
+        log(f"{c}: {len(sizes)} graphs in {time.time() - t0:.0f} s ({', '.join(f'{g} {n}' for g, _, n in sizes)})")
 
 
 def split_commit() -> str:

@@ -190,3 +190,9 @@ def test_later_phases_pick_on_the_tune_split_and_size_wall_runs_by_rate():
     wall = {j["method"]: j["cap"] for j in jobs if j["budget"] == "300s"}
     # annealing_warm measured 1,000 placements in 100 s: 3,000 in 300 s; the others 1,000 in 10 s: 30,000.
     assert wall == {"annealing_warm": 3000, "mixed": 30000, "better": 30000}
+
+
+def test_a_graph_that_cannot_be_built_is_named_and_the_others_go_on():
+    assert suite.prepare_one("dag300", "k80x2") == ("dag300", "k80x2", "300")
+    graph, cluster, why = suite.prepare_one("dag300", "no_such_cluster")
+    assert (graph, cluster) == ("dag300", "no_such_cluster") and why.startswith("failed: InputError: no_such_cluster")
