@@ -30,3 +30,12 @@ bench: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+# The benchmark suite (bench/suite.py): results under bench/results/suite/, a killed run resumes.
+.PHONY: bench-suite bench-suite-quick
+
+bench-suite: $(VENV)/.installed
+	nice -n 10 $(BIN)/python -m bench.suite
+
+bench-suite-quick: $(VENV)/.installed
+	nice -n 10 $(BIN)/python -m bench.suite --tier=quick

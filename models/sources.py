@@ -81,7 +81,7 @@ def build(source: str, config) -> ModelGraph:
                 "(the built-in models: --config=configs/MODEL.py)"
             )
         return fn(config)
-    from models import keras_step  # noqa: PLC0415
+    import models.keras_step as keras_step  # noqa: PLC0415 (TensorFlow: only when a model is built)
 
     graph = tf.Graph()
     with graph.as_default():
@@ -89,7 +89,7 @@ def build(source: str, config) -> ModelGraph:
         model = _call(fn, where)
         if isinstance(model, ModelGraph):
             return model
-    from models import keras3_step  # noqa: PLC0415
+    import models.keras3_step as keras3_step  # noqa: PLC0415 (Keras 3: only when a model is built)
 
     if keras3_step.is_keras3(model):  # traced in a function of its own: Keras 3 does not build in graph mode
         import keras  # noqa: PLC0415
@@ -137,7 +137,7 @@ def _compile_as_saved(model, path: str) -> None:
 
     import tf_keras  # noqa: PLC0415
 
-    from models import keras_step  # noqa: PLC0415
+    import models.keras_step as keras_step  # noqa: PLC0415 (TensorFlow: only when a model is built)
 
     with zipfile.ZipFile(path) as z:
         saved = json.loads(z.read("config.json")).get("compile_config") or {}
@@ -161,14 +161,14 @@ def _compile_as_saved(model, path: str) -> None:
 def _from_keras_file(path: str, config) -> ModelGraph:
     import tf_keras  # noqa: PLC0415
 
-    from models import keras_step  # noqa: PLC0415
+    import models.keras_step as keras_step  # noqa: PLC0415 (TensorFlow: only when a model is built)
 
     if not os.path.isfile(path):
         raise InputError(f"{path}: no such file")
     if keras_version_of(path).startswith("3"):
         import keras  # noqa: PLC0415
 
-        from models import keras3_step  # noqa: PLC0415
+        import models.keras3_step as keras3_step  # noqa: PLC0415 (Keras 3: only when a model is built)
 
         keras.backend.clear_session()
         try:

@@ -1,0 +1,276 @@
+"""The benchmark suite: every placement method on graphs no setting was tuned on, next to a lower bound.
+
+Runs every registered method (placer.rl.methods) at `--budget` placements
+and every baseline (baselines.registry) on every suite graph
+(bench/suite_graphs.py) and cluster, one result file per run under
+bench/results/suite/ (bench/suite_runs.py), skipping runs already done: a
+killed suite resumes, another machine continues from the committed files.
+The full tier then runs the three best methods and the best learned one at
+`--final_budget` (chosen on the tune split of bench/suite_split.json), and
+each method for `--wall_seconds` of wall time (seed 0, first cluster) for the
+equal-wall-time view. Then it writes the "Suite" section of BENCHMARKS.md and
+bench/out/suite/ratio_to_bound.png from the result files alone.
+
+  make bench-suite-quick      # 6 graphs, 1 seed, 1,000 placements, k80x4
+  make bench-suite            # everything
+  python -m bench.suite --report_only   # the report from bench/results/suite/ alone
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import time
+
+from absl import app, flags
+
+from bench import report, suite_graphs, suite_report, suite_runs
+
+TASKS_PER_PROCESS = 8  # runs per worker process before a fresh one (TensorFlow's memory does not all come back)
+SPLIT = os.path.join(suite_graphs.ROOT, "bench", "suite_split.json")
+OUT = os.path.join(suite_graphs.ROOT, "bench", "out", "suite")
+SLOW_FIRST = ("seq2seq",)  # methods that take 10-20 times the others' wall time per run
+QUICK_GRAPHS = ["rnnlm", "mobilenetv3small", "regnetx002", "transformer_encoder", "lstm_lm", "dag1000"]
+
+_TIER = flags.DEFINE_enum("tier", "full", ["full", "quick"], "quick: QUICK_GRAPHS, seed 0, k80x4, no later phases.")
+_GRAPHS = flags.DEFINE_list("graphs", [], "Suite graphs to run (default: the tier's).")
+_CLUSTERS = flags.DEFINE_list("clusters", [], f"Clusters (default: {', '.join(suite_graphs.CLUSTERS)}; quick: k80x4).")
+_METHODS = flags.DEFINE_list("methods", [], "Registered methods to run (default: every one).")
+_BASELINES = flags.DEFINE_list("baselines", [], "Baselines to run (default: every one that does not search).")
+_SEEDS = flags.DEFINE_list("seeds", [], "Seeds (default: 0,1,2; quick: 0).")
+_BUDGET = flags.DEFINE_integer("budget", 1000, "Measured placements of every method's run.")
+_FINAL = flags.DEFINE_integer("final_budget", 4000, "Placements of the later phase (0: none).")
+_TOP = flags.DEFINE_integer("top", 3, "Methods run again at --final_budget (and the best learned one).")
+_WALL = flags.DEFINE_integer("wall_seconds", 300, "Wall-time runs of this many seconds (0: none).")
+_WORKERS = flags.DEFINE_integer("workers", 2, "Runs at a time in worker processes (0: in this process).")
+_RAY = flags.DEFINE_string("ray_address", "", "Run the jobs as Ray tasks on this cluster (the checkout on every node).")
+_RESULTS = flags.DEFINE_string("results", suite_runs.RESULTS, "Folder of the result files.")
+_OUT = flags.DEFINE_string("out", OUT, "Folder of the PNG.")
+_REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Run nothing: write the report from the result files.")
+_WRITE = flags.DEFINE_bool("write", True, "Write the BENCHMARKS.md section.")
+_COMMIT = flags.DEFINE_string("commit", "", "The report's code commit (default: that of the run finished last).")
+_NOTE = flags.DEFINE_string("note", "", "A sentence for the section (how long the run took, what was left out).")
+_DRY = flags.DEFINE_bool("dry_run", False, "Print the runs still to do, run nothing.")
+
+
+def load_split(path: str = SPLIT) -> dict[str, list[str]]:
+    """The fixed split: {"tune": [graph names], "test": [graph names]}."""
+    with open(path) as f:
+        split = json.load(f)
+    return {"tune": list(split["tune"]), "test": list(split["test"])}
+
+
+def first_jobs(graphs, clusters, methods, baselines, seeds, budget: int) -> list[dict]:
+    """Every method at `budget` and every baseline, on every graph, cluster and seed."""
+    jobs = []
+    for g in graphs:
+        for c in clusters:
+            for s in seeds:
+                jobs += [{"graph": g, "cluster": c, "method": m, "budget": budget, "seed": s, "kind": "learned"} for m in methods]  # fmt: skip
+                jobs += [{"graph": g, "cluster": c, "method": b, "budget": 0, "seed": s, "kind": "baseline"} for b in baselines]  # fmt: skip
+    return jobs
+
+
+def chosen(results: list[dict], tune: set[str], budget: int, top: int) -> list[str]:
+    """The `top` methods with the lowest median ratio to the reference at `budget` on the tune split's graphs
+    (every graph when the tune split has no results), and the best learned one (not in suite_runs.SEARCHES)."""
+    graphs = tune if any(r["graph"] in tune for r in results) else {r["graph"] for r in results}
+    rows = suite_report.method_summary(
+        [r for r in results if r["kind"] != "baseline"], graphs, budget, suite_runs.REFERENCE
+    )
+    ranked = [r["method"] for r in sorted(rows, key=lambda r: (r["median_ratio"] is None, r["median_ratio"] or 0))]
+    learned = [m for m in ranked if m not in suite_runs.SEARCHES]
+    return list(dict.fromkeys(ranked[:top] + learned[:1]))
+
+
+def later_jobs(results, graphs, clusters, seeds, split, budget, final, top, wall) -> list[dict]:
+    """The full tier's later phases: the chosen methods at `final` placements; every method for `wall` s."""
+    jobs = []
+    if final:
+        for m in chosen(results, set(split["tune"]), budget, top):
+            jobs += [{"graph": g, "cluster": c, "method": m, "budget": final, "seed": s, "kind": "learned"}
+                     for g in graphs for c in clusters for s in seeds]  # fmt: skip
+    if wall:
+        for r in results:  # each method's budget run on (graph, first cluster, first seed) gives its rate
+            if (r["kind"], r["cluster"], r["seed"], r["budget"]) == ("learned", clusters[0], seeds[0], budget) and r["graph"] in graphs and r["best"]:  # fmt: skip
+                rate = r["placements"] / max(r["search_seconds"], 1e-9)  # placements a second
+                cap = max(budget, int(rate * wall))  # a budget for the cooling: what it measures in `wall` s
+                jobs.append({**{k: r[k] for k in ("graph", "cluster", "method", "seed", "kind")}, "budget": f"{wall}s", "cap": cap})  # fmt: skip
+    return jobs
+
+
+def execute(jobs: list[dict], results: str, commit: str, workers: int, ray_address: str = "", log=print) -> int:
+    """Runs the jobs that have no result yet, saving each result as it finishes; returns how many ran.
+
+    `workers` 0: one after another in this process; else that many at a
+    time in spawned worker processes, a fresh one every TASKS_PER_PROCESS runs; with
+    `ray_address`, as Ray tasks of that cluster.
+    """
+    todo = suite_runs.pending(jobs, results, commit)
+    log(f"{len(jobs) - len(todo)} of {len(jobs)} runs done at {commit}; {len(todo)} to run")
+    # The slowest method first, so the pool's last minutes are not one long run alone.
+    todo = sorted(({**j, "commit": commit} for j in todo), key=lambda j: j["method"] not in SLOW_FIRST)
+
+    def done(k: int, r: dict) -> None:
+        suite_runs.save(results, r)
+        best = suite_report.sig4(r.get("best")) if r.get("best") is not None else r.get("error") or r.get("failure")
+        log(f"[{k}/{len(todo)}] {r['graph']} {r['cluster']} {r['method']} b{r['budget']} s{r['seed']}: {best} "
+            f"({r['wall_seconds']:.0f} s)")  # fmt: skip
+
+    if ray_address:
+        import ray  # noqa: PLC0415 (the optional ray extra)
+
+        ray.init(address=ray_address, log_to_driver=False)
+        remote = ray.remote(num_cpus=1, max_calls=1)(suite_runs.run_job)
+        refs = [remote.remote(j) for j in todo]
+        for k in range(1, len(refs) + 1):
+            (ready,), refs = ray.wait(refs, num_returns=1)
+            done(k, ray.get(ready))
+    elif workers <= 0:
+        for k, j in enumerate(todo, 1):
+            done(k, suite_runs.run_job(j))
+    else:
+        # multiprocessing's Pool, not concurrent.futures: Python 3.11's executor can hang when a worker
+        # retires after max_tasks_per_child.
+        with multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=TASKS_PER_PROCESS) as pool:
+            for k, r in enumerate(pool.imap_unordered(suite_runs.run_job, todo, chunksize=1), 1):
+                done(k, r)
+    return len(todo)
+
+
+def prepare_one(graph: str, cluster: str) -> tuple[str, str, str]:
+    """Builds (or reads) one costed graph; returns (graph, cluster, its op count or why it failed)."""
+    try:
+        return graph, cluster, f"{suite_runs.prepare_graph(graph, cluster)[2]}"
+    except Exception as e:  # noqa: BLE001 (its runs record the error; the other graphs go on)
+        return graph, cluster, f"failed: {type(e).__name__}: {e}".splitlines()[0][:200]
+
+
+def prepare(graphs: list[str], clusters: list[str], workers: int, log=print) -> None:
+    """Builds every costed graph once (cached), the first cluster's in parallel, then the others. A graph
+    that fails to build is named; its runs then fail alike and record why."""
+    for c in clusters:
+        t0 = time.time()
+        if workers <= 0:
+            sizes = [prepare_one(g, c) for g in graphs]
+        else:
+            with multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=1) as pool:
+                sizes = pool.starmap(prepare_one, [(g, c) for g in graphs], chunksize=1)
+        log(f"{c}: {len(sizes)} graphs in {time.time() - t0:.0f} s ({', '.join(f'{g} {n}' for g, _, n in sizes)})")
+
+
+def split_commit() -> str:
+    """The commit that last changed the split file (short hash)."""
+    r = subprocess.run(["git", "-C", suite_graphs.ROOT, "log", "-1", "--format=%h", "--", SPLIT], capture_output=True, text=True)  # fmt: skip
+    return r.stdout.strip() or "uncommitted"
+
+
+def failures(results: list[dict]) -> list[str]:
+    """One line per method with failed runs: how many, on which graphs, the first error."""
+    out = []
+    for m in dict.fromkeys(r["method"] for r in results):
+        bad = [r for r in results if r["method"] == m and r.get("best") is None]
+        if bad:
+            why = bad[0].get("error") or bad[0].get("failure") or "no placement ran"
+            graphs = ", ".join(dict.fromkeys(r["graph"] for r in bad))
+            out.append(f"- `{m}` failed on {len(bad)} runs ({graphs}): {why}")
+    return [*out, ""] if out else []
+
+
+def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
+    """The Markdown of the "Suite" section, from result files alone."""
+    results = suite_report.latest(results)
+    test = set(split["test"])
+    budgets = sorted({int(b) for r in results if str(b := r["budget"]).isdigit() and int(b) > 0})
+    counted = sorted({256, *budgets}) if budgets and budgets[0] > 256 else budgets
+    commits = ", ".join(f"`{c}` ({n} runs)" for c, n in suite_report.commits(results).items())
+    graphs = sorted({r["graph"] for r in results})
+    seeds = sorted({r["seed"] for r in results})
+    clusters = ", ".join(dict.fromkeys(r["cluster"] for r in results))
+    hosts = ", ".join(sorted({r.get("host", "?") for r in results}))
+    lines = [
+        f"Results of code commit {commits}; split `bench/suite_split.json` of commit `{settings['split_commit']}` "
+        f"(defaults and hyperparameters may be chosen on its tune split only; the summaries below are on its "
+        f"test split). {len(graphs)} graphs ({len(test & set(graphs))} of the test split), clusters {clusters}, "
+        f"seeds {', '.join(map(str, seeds))}: {len(results)} runs, {suite_report.wall_total(results) / 3600:.2f} h "
+        f"of run wall time summed over runs (on {hosts}). Simulator, op-level measurement; step times are medians "
+        "over seeds, 4 significant figures; a ratio is to the lower bound (1x would be optimal). A method's figure "
+        "at N placements is read from the best-so-far curve of its run of the smallest budget of at least N; a "
+        "baseline places once. Keras graphs: one SGD step at batch 32, 96x96x3 images or 32 tokens, Grappler "
+        "costs. Wall times are of runs that shared the machine with each other and with other work.",
+        "",
+        *([settings["note"], ""] if settings.get("note") else []),
+        *failures(results),
+    ]
+    for b in counted:
+        lines += [f"### Step time at {b:,} placements", "", suite_report.graph_table(results, b), ""]
+    for b in counted:
+        rows = suite_report.method_summary(results, test, b, suite_runs.REFERENCE)
+        lines += [f"### Test split at {b:,} placements: each method against `{suite_runs.REFERENCE}`", ""]
+        lines += [suite_report.summary_table(rows, suite_runs.REFERENCE) if rows else "No test-split results.", ""]
+    for t in suite_report.WALL_TIMES:
+        lines += [f"### Equal wall time: best step time after {t:.0f} s (placements measured by then)", "",
+                  suite_report.wall_table(results, t), "",
+                  "`*`: the run ended before this time (its budget spent), so the figure is its final best; "
+                  "the placements are those it measured.", ""]  # fmt: skip
+    lines += [f"![every method's ratio to the lower bound per graph]({os.path.relpath(png, suite_graphs.ROOT)})", ""]
+    return "\n".join(lines)
+
+
+def write_report(results_dir: str, out: str, settings: dict, write: bool, commit: str = "", log=print) -> str:
+    """Writes the PNG and (with `write`) the BENCHMARKS.md section; returns the section's Markdown.
+
+    Only the results of one code commit go in: `commit`, else that of the run finished last.
+    """
+    everything = suite_runs.load_all(results_dir)
+    if not everything:
+        log(f"{results_dir}: no results yet")
+        return ""
+    commit = commit or max(everything, key=lambda r: r.get("finished", ""))["commit"]
+    results = suite_report.latest([r for r in everything if r["commit"] == commit])
+    if len(results) < len(everything):
+        log(f"{len(everything) - len(results)} results of other commits than {commit} left out of the report")
+    png = os.path.join(out, "ratio_to_bound.png")
+    budgets = sorted({int(r["budget"]) for r in results if str(r["budget"]).isdigit() and int(r["budget"]) > 0})
+    suite_report.plot(results, budgets[0] if budgets else 0, png)
+    body = section(results, load_split(), settings, png)
+    if write:
+        report.update_section("suite", "Suite", body, "bench/suite.py")
+    return body
+
+
+def main(argv):
+    del argv
+    quick = _TIER.value == "quick"
+    graphs = _GRAPHS.value or (QUICK_GRAPHS if quick else [g.name for g in suite_graphs.all_graphs()])
+    suite_graphs.by_name(graphs)  # unknown names fail here, before any run
+    clusters = _CLUSTERS.value or (["k80x4"] if quick else list(suite_graphs.CLUSTERS))
+    seeds = [int(s) for s in _SEEDS.value or (["0"] if quick else ["0", "1", "2"])]
+    settings = {"split_commit": split_commit(), "note": _NOTE.value}
+    if not _REPORT_ONLY.value:
+        methods = _METHODS.value or suite_runs.learned_methods()
+        baselines = _BASELINES.value or suite_runs.baseline_methods()
+        commit = suite_runs.code_commit()
+        jobs = first_jobs(graphs, clusters, methods, baselines, seeds, _BUDGET.value)
+        if _DRY.value:
+            for j in suite_runs.pending(jobs, _RESULTS.value, commit):
+                print(j)
+            return
+        t0 = time.time()
+        prepare(graphs, clusters, 0 if _RAY.value else _WORKERS.value)
+        execute(jobs, _RESULTS.value, commit, _WORKERS.value, _RAY.value)
+        if not quick and (_FINAL.value or _WALL.value):
+            mine = [r for r in suite_report.latest(suite_runs.load_all(_RESULTS.value)) if r["commit"] == commit]
+            split = load_split()
+            more = later_jobs(
+                mine, graphs, clusters, seeds, split, _BUDGET.value, _FINAL.value, _TOP.value, _WALL.value
+            )
+            execute(more, _RESULTS.value, commit, _WORKERS.value, _RAY.value)
+        print(f"suite runs finished in {time.time() - t0:.0f} s", flush=True)
+    print(write_report(_RESULTS.value, _OUT.value, settings, _WRITE.value, _COMMIT.value))
+
+
+if __name__ == "__main__":
+    app.run(main)
