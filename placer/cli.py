@@ -429,6 +429,8 @@ def define_flags(module_name: str, *names: str, required=(), defaults=None, note
 def cluster_spec(flag_value: str | None, config) -> str:
     """The cluster a run uses: --cluster, else the config's (None: no config), else k80x4."""
     return flag_value or (config.get("cluster") if config is not None else None) or "k80x4"
+
+
 def define_model_flags(module_name: str):
     """Defines --model and --batch_size (your own Keras model, docs/own_model.md); returns their holders.
 
