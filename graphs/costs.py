@@ -30,6 +30,7 @@ from graphs import costs_calibrate, extract, tf_util
 from graphs import tf_session as session_lib
 from placer.core import io as graph_io
 from placer.core.cluster import Cluster, Device
+from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 
 _SHORT_STEP_S = 1.0  # traced steps shorter than this get an untraced step before each (profiled_costs)
@@ -139,6 +140,14 @@ def profiled_costs(
       CPU was profiled, the calibration (seconds).
     """
     mg = session_lib.as_metagraph(model_or_metagraph)
+    in_step = extract.step_mask(graph, mg)
+    feeds = [graph.names[i] for i in np.flatnonzero(in_step) if graph.types[i] == "Placeholder"]
+    if feeds:  # profiling runs the step with no feeds: TF would stop on the first placeholder with a traceback
+        raise InputError(
+            f"--costs=profile: the training step reads placeholder {feeds[0]!r}"
+            + (f" (and {len(feeds) - 1} more)" if len(feeds) > 1 else "")
+            + ", which profiling cannot feed; make the inputs in the graph (as --model does) or use --costs=grappler"
+        )
     if device_types is None:
         device_types = ("CPU", "GPU") if tf.config.list_physical_devices("GPU") else ("CPU",)
     cost = np.zeros((graph.num_ops, len(device_types)))
@@ -151,7 +160,7 @@ def profiled_costs(
             sess.run(init)
             samples = op_samples(traced_runs(sess, fetches, warmup + max(steps, 1)), t, skip=warmup)
         cost[:, j] = medians_less_floor(samples, index, calibration.trace_floor if t == "CPU" else 0.0)
-    costed = _with_kernels(graph, tuple(device_types), cost, extract.step_mask(graph, mg))
+    costed = _with_kernels(graph, tuple(device_types), cost, in_step)
     return costed.with_calibration(calibration.as_dict()) if calibration else costed
 
 

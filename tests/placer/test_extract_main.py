@@ -74,3 +74,24 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
         assert len(lines) == 1 and needle in lines[0], (args, r.stderr[-2000:])
         assert "Traceback" not in r.stderr
         assert not out.exists()
+
+
+def test_profile_of_a_step_that_reads_a_placeholder_is_one_line(tmp_path):
+    # y = x * w, trained by SGD, x a placeholder: the step cannot run without a feed, so profiling it (which
+    # runs the train op with none) is refused before any session starts, naming the placeholder.
+    import tensorflow as tf
+
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [4, 3], name="x")
+        w = tf.compat.v1.get_variable("w", [3, 2])
+        loss = tf.reduce_sum(tf.matmul(x, w), name="loss")
+        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, name="train")
+        g.add_to_collection("train_op", train)
+        tf.compat.v1.train.export_meta_graph(str(tmp_path / "m.meta"), graph=g)
+    out = tmp_path / "out.json"
+    r = run(f"--metagraph={tmp_path / 'm.meta'}", "--costs=profile", f"--out={out}")
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = error_lines(r.stderr)
+    assert len(lines) == 1 and "placeholder 'x'" in lines[0] and "--costs=profile" in lines[0], r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and not out.exists()
