@@ -87,6 +87,12 @@ _RESUME = flags.DEFINE_bool(
     "with --trace, the allocators already replayed are read back and the others replayed from their start.",
 )
 
+_OVERWRITE = flags.DEFINE_bool(
+    "overwrite",
+    False,
+    "Replace output files in --workdir that this run did not write (a fresh run refuses them otherwise).",
+)
+
 WRITES = ("run_state.json", *ALLOCATORS)  # what --workdir receives: the run's clock and a folder per allocator
 
 
@@ -123,6 +129,7 @@ def main(argv):
                 policies=_policies(),
                 workdir=_WORKDIR.value,
                 resume=_RESUME.value,
+                overwrite=_OVERWRITE.value,
                 **sharing,
             )
         return
@@ -171,6 +178,7 @@ def main(argv):
             resume=_RESUME.value,
             measure=measure,
             lockstep=_clock_is_epochs(),
+            overwrite=_OVERWRITE.value,
             **sharing,
         )
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from placer.core import stop
+from placer.core import names, stop
 from placer.core.errors import InputError
 from placer.sharing import allocators
 from placer.sharing import report as search_report
@@ -71,6 +71,7 @@ def replay(
     objective: str = "total",
     log: Callable = print,
     resume: bool = False,
+    overwrite: bool = False,
 ) -> dict[str, dict]:
     """Replays a trace under each allocator and writes workdir/<allocator>/.
 
@@ -89,6 +90,8 @@ def replay(
       objective: SLAQ's objective, "total" or "maxmin".
       log: where the tables go.
       resume: continue a stopped run in `workdir` (same trace, slots and epoch).
+      overwrite: replace files in workdir/<allocator>/ that this run did not write
+        (without it, a fresh run refuses before any work if one of its outputs exists).
 
     Returns:
       allocator -> summary.
@@ -114,6 +117,10 @@ def replay(
             )
     jobs = load_trace(trace_path)
     out = _finished(workdir, list(made), trace_path, slots, epoch_s) if resume else {}
+    for p in made:  # job names are data: slugs, inside the workdir, nothing of another's replaced
+        files = search_report.output_files(os.path.join(workdir, p), [j.job_id for j in jobs])
+        if not (resume or overwrite):
+            names.refuse_foreign(files)
     if resume:
         left = [p for p in made if p not in out]
         log(

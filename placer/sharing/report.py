@@ -21,7 +21,7 @@ import os
 import numpy as np
 import tabulate
 
-from placer.core import atomic, fmt
+from placer.core import atomic, fmt, names
 from placer.sharing.slaq_trace import TARGETS, time_to_fraction
 
 SMOOTH = 5  # iterations in the trailing mean of the loss (our choice)
@@ -265,12 +265,27 @@ def compare_to_fair(summaries: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def output_files(folder: str, job_names: list[str]) -> list[str]:
+    """The files `write_outputs` writes into `folder` for jobs named `job_names` (checked to stay inside it).
+
+    A job's curve file is curves/<slug>.csv (placer.core.names.slug): a job's
+    name is data, never a path.
+
+    Raises:
+      InputError: two job names that would share a file.
+    """
+    fixed = [names.inside(folder, f) for f in ("curves.json", "allocations.csv", "summary.json")]
+    per_job = [names.inside(folder, "curves", f"{s}.csv") for s in names.slugs(job_names, "job name").values()]
+    return per_job + fixed
+
+
 def write_outputs(
     folder: str, summary: dict, curves: list[JobCurve], allocations: list[tuple], window: int = SMOOTH
 ) -> None:
-    """Writes curves/<job>.csv, curves.json, allocations.csv and summary.json into `folder` (atomically)."""
+    """Writes curves/<job slug>.csv, curves.json, allocations.csv and summary.json into `folder` (atomically)."""
+    files = output_files(folder, [c.name for c in curves])
     os.makedirs(os.path.join(folder, "curves"), exist_ok=True)
-    for c in curves:
+    for c, path in zip(curves, files, strict=False):
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
         w.writerow(CURVE_COLUMNS)
@@ -287,7 +302,7 @@ def write_outputs(
                     repr(float(c.seconds[i])),
                 ]
             )
-        atomic.write_text(os.path.join(folder, "curves", f"{c.name}.csv"), out.getvalue())
+        atomic.write_text(path, out.getvalue())
     data = {
         c.name: {
             "start_s": _finite(c.start_s),

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Hashable
 
 from graphs import local_cluster, pipeline
-from placer.core import fmt, heartbeat, stop
+from placer.core import fmt, heartbeat, names, stop
 from placer.core.errors import InputError, one_line
 from placer.sharing import allocators, running
 from placer.sharing import report as search_report
@@ -184,8 +184,10 @@ def run_policy(
     allocator = make_allocator(policy, epoch_s, normalise, objective)
     lock = threading.Condition()
     wake = threading.Event()
+    folders = names.slugs([p.spec.name for p in prepared], "job name")
     searches = [
-        Search(p, engine, os.path.join(workdir, "jobs", p.spec.name), lock, wake, loss, resume) for p in prepared
+        Search(p, engine, names.inside(workdir, "jobs", folders[p.spec.name]), lock, wake, loss, resume)
+        for p in prepared
     ]
     elapsed, epochs, allocations = running.load_run(workdir) if resume else (0.0, [], [])
     t0 = time.monotonic() - elapsed
@@ -292,11 +294,19 @@ def _wait(wake: threading.Event, seconds: float) -> bool:
     return True
 
 
-def check_workdir(workdir: str, policies: list[str]) -> None:
-    """Refuses to write over an earlier run's outputs."""
+def check_workdir(workdir: str, policies: list[str], job_names: list[str] = (), *, overwrite: bool = False) -> None:
+    """Refuses to write over an earlier run's outputs, or (without `overwrite`) over a file this run would write.
+
+    Raises:
+      InputError: a policy folder holds an earlier run, one of the outputs
+        exists (naming it), or two job names would share a file.
+    """
     for p in policies:
         if os.path.exists(os.path.join(workdir, p, "summary.json")) or os.path.exists(os.path.join(workdir, p, "jobs")):
             raise InputError(f"{os.path.join(workdir, p)}: holds an earlier run; pick another --workdir")
+        files = search_report.output_files(os.path.join(workdir, p), list(job_names))
+        if not overwrite:
+            names.refuse_foreign(files)
 
 
 def run_search(
@@ -314,6 +324,7 @@ def run_search(
     resume: bool = False,
     measure: str = "sim",
     lockstep: bool = False,
+    overwrite: bool = False,
 ) -> dict[str, dict]:
     """Runs a jobs file under one policy or both ("both": SLAQ, then fair share, on the same workload).
 
@@ -334,6 +345,7 @@ def run_search(
       measure: the backend the engines' workers measure with ("sim",
         "grappler", "session"; the engines' factory must build the same kind).
       lockstep: run every policy in lockstep (see `run_policy`): the same seeds give the same result.
+      overwrite: replace output files of a fresh run that exist already (written by something else).
 
     Returns:
       policy -> summary.
@@ -352,7 +364,7 @@ def run_search(
     for p in policies:
         make_allocator(p, epoch_s, normalise, objective)
     if not resume:
-        check_workdir(workdir, policies)
+        check_workdir(workdir, policies, [j.name for j in work.jobs], overwrite=overwrite)
     elif not os.path.isdir(workdir):  # killed before it wrote anything: nothing to continue
         log(f"{workdir}: nothing to resume (no such folder); starting over")
     prepared = prepare(work, measure=measure, log=log)
