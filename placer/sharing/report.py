@@ -1,8 +1,9 @@
 """Curves, sharing metrics and tables of `placer-search` runs (no TensorFlow).
 
 The metrics are SLAQ's (Zhang et al., SoCC 2017), as `placer.sharing.slaq_trace`
-computes them on recorded traces: a job's normalised quality is its loss
-reduction so far over its total reduction, (L0 - L) / (L0 - L_N); reported are
+computes them on recorded traces: a job's normalised quality is the share
+of its total reduction L0 - L_N its lowest loss so far has won, in [0, 1]
+(slaq_trace.normalised_quality, the one definition); reported are
 the seconds from a job's start until it reached 80%, 90% and 95% of its total
 reduction, and the mean quality of the running jobs over time. A placement
 search's loss (mean sqrt step time of one iteration's samples) is noisy, more
@@ -22,7 +23,7 @@ import numpy as np
 import tabulate
 
 from placer.core import atomic, fmt, names
-from placer.sharing.slaq_trace import TARGETS, time_to_fraction
+from placer.sharing.slaq_trace import TARGETS, normalised_quality, time_to_fraction
 
 SMOOTH = 5  # iterations in the trailing mean of the loss (our choice)
 CURVE_COLUMNS = ("time_s", "iteration", "loss", "smoothed_loss", "best_step_time", "slots", "seconds")
@@ -117,18 +118,17 @@ def time_to(curve: JobCurve, fraction: float, window: int = SMOOTH) -> float:
 
 
 def quality_at(curve: JobCurve, t: float, window: int = SMOOTH) -> float:
-    """Normalised quality (L0 - L) / (L0 - L_N) of the job at time t (seconds from the run start).
+    """Normalised quality of the job at time t (seconds from the run start), in [0, 1].
 
-    1 for a job whose loss did not go down; 0 before its first iteration.
+    slaq_trace.normalised_quality on the smoothed loss: the share of the
+    total reduction L0 - L_N won by the lowest smoothed loss up to t; 1 for
+    a job whose loss did not go down; 0 before its first iteration.
     """
     s = smooth(curve.losses, window)
     if s.size == 0:
         return 0.0
-    total = s[0] - s[-1]
-    if not total > 0:
-        return 1.0
     k = int(np.searchsorted(np.asarray(curve.times), t, side="right")) - 1
-    return 0.0 if k < 0 else float((s[0] - s[k]) / total)
+    return 0.0 if k < 0 else normalised_quality(s[0], float(s[: k + 1].min()), s[0] - s[-1])
 
 
 def mean_quality(curves: list[JobCurve], times, window: int = SMOOTH) -> np.ndarray:
