@@ -94,6 +94,7 @@ def from_json(data: object, source: str = "graph") -> OpGraph:
     if len(set(device_types)) != len(device_types):
         raise InputError(f"{w}: lists a device type twice")
     ops = checks.arr(checks.get(data, "ops", f"{source}: ops", required=True), f"{source}: ops", min_len=1)
+    checks.within_cap(len(ops), "ops", f"{source}: ops")
     edges = checks.arr(checks.get(data, "edges", f"{source}: edges", required=True), f"{source}: edges")
     cols = {t: j for j, t in enumerate(device_types)}
     names, types, shapes, obytes, pbytes, coloc = [], [], [], [], [], []

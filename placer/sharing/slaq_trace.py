@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placer.core import atomic
+from placer.core import atomic, checks
 from placer.core.errors import InputError
 from placer.sharing.slaq_state import JobState
 
@@ -87,17 +87,21 @@ def _number(path: str, line: int, column: str, text: str) -> float:
 def load_trace(path: str) -> list[TraceJob]:
     """Reads a SLAQ trace CSV (format in docs/formats.md), jobs in order of arrival.
 
+    The file is read within the caps of placer.core.checks: its bytes
+    (--max_input_mib), rows (--max_rows) and jobs (--max_jobs); a device
+    such as /dev/zero is refused before any read.
+
     Raises:
-      InputError: naming the file, row and column of the first bad value.
+      InputError: naming the file, row and column of the first bad value, or the cap it exceeds.
     """
     try:
-        with open(path, newline="") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read trace: {e}") from None
+        text = checks.read_text(path, "trace")
+    except InputError as e:
+        raise InputError(f"cannot read trace: {e}") from None
     if text and not text.endswith("\n"):
         last = text.count("\n") + 1
         raise InputError(f"{path}: row {last}: no line end after the last row; the trace looks cut short")
+    checks.within_cap(text.count("\n"), "rows", path)
     rows = list(csv.reader(io.StringIO(text)))
     if not rows:
         raise InputError(f"{path}: empty trace (no header)")
@@ -135,6 +139,7 @@ def load_trace(path: str) -> list[TraceJob]:
         per_job.setdefault(job, []).append((line, arrival, int(it), loss, secs))
     if not per_job:
         raise InputError(f"{path}: no jobs")
+    checks.within_cap(len(per_job), "jobs", path)
     jobs = [_assemble(path, job, recs) for job, recs in per_job.items()]
     return sorted(jobs, key=lambda j: j.arrival_s)
 
