@@ -46,6 +46,33 @@ _MAX_COUNTS = {
     )
 }
 
+
+class _ResumeParser(flags.BooleanParser):
+    """A boolean flag's parser that also takes "restart" (--resume=restart)."""
+
+    def parse(self, argument):
+        if isinstance(argument, str) and argument.lower() == "restart":
+            return "restart"
+        return super().parse(argument)
+
+
+def define_resume(help_text: str):
+    """Defines --resume: bare (or true) continues the run in --workdir, --resume=restart starts it over
+    when its inputs changed since the checkpoint (placer/core/resume_check.py), --noresume is off.
+
+    Returns:
+      The flag holder; its value is False, True or "restart".
+    """
+    flag = flags.BooleanFlag(
+        "resume",
+        False,
+        help_text + " --resume=restart: start over, said aloud, when the "
+        "graph, costs, cluster, input file, method or config changed since the checkpoint.",
+    )
+    flag.parser = _ResumeParser()
+    return flags.DEFINE_flag(flag)
+
+
 HELP_FLAGS = ("-h", "--help", "--helpshort", "--helpfull", "--helpxml", "-?")
 
 

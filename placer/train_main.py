@@ -36,7 +36,7 @@ _MAX_PLACEMENTS = flags.DEFINE_integer(
     "Stop after this many measured placements in all, counting a warm start's baselines (0 = no limit).",
 )
 _SEED = flags.DEFINE_integer("seed", 0, "Random seed.")
-_RESUME = flags.DEFINE_bool("resume", False, "Continue the search saved in --workdir.")
+_RESUME = cli.define_resume("Continue the search saved in --workdir, if made from the same inputs.")
 _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0, "Stop training after this many minutes of wall time (0 = no limit); results are still written."
 )
@@ -51,7 +51,7 @@ _ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
 
 WRITES = (
     "run.json", "history.json", "curve.csv", "summary.json", "best_placement.json", "checkpoints", "tensorboard",
-    "search.json", "best_curve.csv", "learner.json",
+    "search.json", "best_curve.csv", "learner.json", "inputs.json",
 )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -131,17 +132,34 @@ class Trainer:
                 raise InputError(
                     f"{latest}: checkpoint made for another {key} ({info.get(key)!r}, this run has {mine[key]!r})"
                 )
-        try:
-            # expect_partial: the optimizer's slots wait for the next update (pretrain_lib's restore says why).
-            self.checkpoint.restore(latest).expect_partial().assert_existing_objects_matched()
-        except (tf.errors.OpError, AssertionError, ValueError) as e:
-            raise InputError(f"{latest}: cannot restore checkpoint ({str(e).splitlines()[0]})") from None
+        self._restore_intact(latest)
         step = int(self.step.numpy())
         # history.json is written before the checkpoint: a kill in between leaves steps the checkpoint
         # does not hold, which are run again, so they leave the history (and curve.csv) here.
         history = read_history(os.path.join(self.workdir, "history.json"))
         self.history = [h for h in history if int(h.get("step", 0)) <= step]
         return step
+
+    def _restore_intact(self, latest: str) -> None:
+        """Restores the newest checkpoint that reads whole: a damaged newest one (a truncated file) falls back
+        to the one before it, with a warning on stderr.
+
+        Raises:
+          InputError: no checkpoint kept reads whole (naming the newest and why).
+        """
+        kept = [p for p in reversed(self.manager.checkpoints) if p != latest]
+        first_error = None
+        for path in [latest, *kept]:
+            try:
+                # expect_partial: the optimizer's slots wait for the next update (pretrain_lib's restore says why).
+                self.checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+            except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+                first_error = first_error or f"{latest}: cannot restore checkpoint ({str(e).splitlines()[0]})"
+                continue
+            if path != latest:
+                print(f"warning: {first_error}; resuming from the previous intact one, {path}", file=sys.stderr)
+            return
+        raise InputError(first_error)
 
     def save(self) -> None:
         """Writes the checkpoint, the run file, the history and the best placement (each atomically)."""
