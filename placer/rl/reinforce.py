@@ -110,15 +110,24 @@ class Trainer:
             "algorithm": self.tc.get("algorithm", "reinforce"),
         }
 
-    def restore(self) -> int:
-        """Continues from the latest checkpoint in the workdir; returns its step.
+    def restore(self, step: int | None = None) -> int:
+        """Continues from the latest checkpoint in the workdir (or the one of `step`); returns its step.
+
+        Args:
+          step: restore the checkpoint saved at this step, one of those kept (placer-search's exact
+            resume); None: the latest that reads whole.
 
         Raises:
-          InputError: no checkpoint, a corrupt one, or one made for another
+          InputError: no checkpoint (of `step`), a corrupt one, or one made for another
             graph or device list.
         """
         info_path = os.path.join(self.workdir, "run.json")
         latest = self.manager.latest_checkpoint
+        if step is not None and latest is not None:
+            kept = [p for p in self.manager.checkpoints if p.rsplit("-", 1)[-1] == str(step)]
+            if not kept:
+                raise InputError(f"{self.manager.directory}: no checkpoint of step {step} kept; cannot resume exactly")
+            latest = kept[0]
         if latest is None or not os.path.exists(info_path):
             raise InputError(f"{self.workdir}: nothing to resume (no checkpoint)")
         try:
@@ -132,7 +141,7 @@ class Trainer:
                 raise InputError(
                     f"{latest}: checkpoint made for another {key} ({info.get(key)!r}, this run has {mine[key]!r})"
                 )
-        self._restore_intact(latest)
+        self._restore_intact(latest, fall_back=step is None)
         step = int(self.step.numpy())
         # history.json is written before the checkpoint: a kill in between leaves steps the checkpoint
         # does not hold, which are run again, so they leave the history (and curve.csv) here.
@@ -140,14 +149,14 @@ class Trainer:
         self.history = [h for h in history if int(h.get("step", 0)) <= step]
         return step
 
-    def _restore_intact(self, latest: str) -> None:
+    def _restore_intact(self, latest: str, fall_back: bool = True) -> None:
         """Restores the newest checkpoint that reads whole: a damaged newest one (a truncated file) falls back
         to the one before it, with a warning on stderr.
 
         Raises:
           InputError: no checkpoint kept reads whole (naming the newest and why).
         """
-        kept = [p for p in reversed(self.manager.checkpoints) if p != latest]
+        kept = [p for p in reversed(self.manager.checkpoints) if p != latest] if fall_back else []
         first_error = None
         for path in [latest, *kept]:
             try:

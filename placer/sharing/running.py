@@ -83,6 +83,12 @@ class Search:
         self.trainer: Trainer | None = None
         self.lockstep_s = 0.0
         self.turns = 0  # iterations granted and not yet finished (lockstep)
+        self.resume_at: dict | None = None  # lockstep resume: the search at the end of the last whole epoch
+
+    def record(self) -> dict:
+        """What the run keeps of this search at the end of an epoch (run_state.json), to resume exactly there."""
+        c = self.curve
+        return {"iterations": len(c.losses), "start_s": c.start_s, "end_s": c.end_s, "status": c.status}
 
     @property
     def status(self) -> str:
@@ -112,6 +118,13 @@ class Search:
             self._finish(t0, "failed", one_line(e))
             return
         first = self._restore() if self.resume else 0
+        at = self.resume_at
+        if at is not None and at["status"] != "not started":
+            self.curve.start_s = float(at["start_s"])
+            if at["status"] == "done":  # finished in an earlier epoch: at its own end time
+                self._finish(t0, "done")
+                self.curve.end_s = float(at["end_s"])
+                return
         if first >= spec.steps:
             self._finish(t0, "done")
             return
@@ -119,11 +132,16 @@ class Search:
         self.thread.start()
 
     def _restore(self) -> int:
-        """Continues from the trainer's latest checkpoint and the curve up to its step; 0 if none."""
+        """Continues from the trainer's checkpoint and the curve up to its step; 0 if none.
+
+        In lockstep (`resume_at` set) that is the checkpoint of the iteration the search had reached at the
+        end of the last whole epoch, not a later one, so the run continues as it would have gone on.
+        """
         path = os.path.join(self.workdir, STATE_FILE)
-        if self.trainer.manager.latest_checkpoint is None or not os.path.exists(path):
+        target = None if self.resume_at is None else int(self.resume_at["iterations"])
+        if self.trainer.manager.latest_checkpoint is None or not os.path.exists(path) or target == 0:
             return 0
-        step = self.trainer.restore()  # also drops the history the checkpoint does not hold
+        step = self.trainer.restore(step=target)  # also drops the history the checkpoint does not hold
         try:
             with open(path) as f:
                 saved = json.load(f)
@@ -208,21 +226,28 @@ class Search:
 RUN_FILE = "run_state.json"  # the run's clock, epochs and allocations so far, rewritten every epoch
 
 
-def save_run(workdir: str, now: float, epochs: list, allocations: list) -> None:
-    """Writes the run's clock (seconds), epoch times and allocations (time, job, slots) to RUN_FILE."""
+def save_run(workdir: str, now: float, epochs: list, allocations: list, jobs: dict | None = None) -> None:
+    """Writes the run's clock (seconds), epoch times and allocations (time, job, slots) to RUN_FILE.
+
+    In lockstep it is written at the end of each whole epoch, with `jobs`: each search's `Search.record()`
+    then, so that a resumed run starts from exactly that epoch's end.
+    """
     os.makedirs(workdir, exist_ok=True)
-    data = {"elapsed_s": now, "epochs": epochs, "allocations": allocations}
+    data = {"elapsed_s": now, "epochs": epochs, "allocations": allocations, "jobs": jobs}
     atomic.write_text(os.path.join(workdir, RUN_FILE), json.dumps(data))
 
 
-def load_run(workdir: str) -> tuple[float, list, list]:
-    """(seconds the killed run had run, its epoch times, its allocations); zeros if it wrote none."""
+def load_run(workdir: str) -> tuple[float, list, list, dict | None]:
+    """(seconds the killed run had run, its epoch times, its allocations, its searches' records or None);
+    zeros if it wrote none."""
     path = os.path.join(workdir, RUN_FILE)
     if not os.path.exists(path):
-        return 0.0, [], []
+        return 0.0, [], [], None
     try:
         with open(path) as f:
             data = json.load(f)
-        return float(data["elapsed_s"]), list(data["epochs"]), [tuple(a) for a in data["allocations"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        jobs = data.get("jobs")
+        allocations = [tuple(a) for a in data["allocations"]]
+        return float(data["elapsed_s"]), list(data["epochs"]), allocations, None if jobs is None else dict(jobs)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise InputError(f"{path}: cannot resume from it ({one_line(e)})") from None

@@ -189,7 +189,13 @@ def run_policy(
         Search(p, engine, names.inside(workdir, "jobs", folders[p.spec.name]), lock, wake, loss, resume)
         for p in prepared
     ]
-    elapsed, epochs, allocations = running.load_run(workdir) if resume else (0.0, [], [])
+    elapsed, epochs, allocations, records = running.load_run(workdir) if resume else (0.0, [], [], None)
+    if lockstep and resume:  # from the end of the last whole epoch (none: from the start)
+        records = records or {}
+        for s in searches:
+            s.resume_at = records.get(s.name, {"iterations": 0, "start_s": None, "status": "not started"})
+            if s.resume_at["status"] == "not started":
+                s.resume_at = {**s.resume_at, "iterations": 0}
     t0 = time.monotonic() - elapsed
     clock = [elapsed]  # lockstep: the run's seconds, epoch_s per epoch
     if lockstep:
@@ -216,7 +222,8 @@ def run_policy(
                 lock.notify_all()
             epochs.append(now)
             allocations.extend((now, s.name, len(s.slots)) for s in active)
-            running.save_run(workdir, now, epochs, allocations)
+            if not lockstep:  # on wall time: the epoch's start (lockstep saves each whole epoch's end)
+                running.save_run(workdir, now, epochs, allocations)
             if on_epoch is not None:
                 on_epoch(now, {s.name: len(s.slots) for s in active})
             line = functools.partial(_progress_line, policy, now, active)
@@ -224,6 +231,7 @@ def run_policy(
             if lockstep:
                 if _take_turns(active, lock, clock, now + epoch_s, functools.partial(beat, line)):
                     break
+                running.save_run(workdir, clock[0], epochs, allocations, {s.name: s.record() for s in searches})
                 continue
             arrivals = [s.prep.spec.arrival_s - now for s in searches if s.status == "not started"]
             if _wait(wake, max(0.0, min([epoch_s, *arrivals]))):
