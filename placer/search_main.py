@@ -80,9 +80,7 @@ _LOCKSTEP = flags.DEFINE_bool(
     "slots a search holds at each iteration depend on how fast the threads ran, so runs differ slightly. "
     "Default: on with --engine=inprocess, off with --engine=ray.",
 )
-_RESUME = flags.DEFINE_bool(
-    "resume",
-    False,
+_RESUME = cli.define_resume(
     "Continue a stopped or killed run in --workdir (same jobs and flags) from its searches' last checkpoints; "
     "with --trace, the allocators already replayed are read back and the others replayed from their start.",
 )
@@ -93,7 +91,11 @@ _OVERWRITE = flags.DEFINE_bool(
     "Replace output files in --workdir that this run did not write (a fresh run refuses them otherwise).",
 )
 
-WRITES = ("run_state.json", *ALLOCATORS)  # what --workdir receives: the run's clock and a folder per allocator
+WRITES = (
+    "run_state.json",
+    "inputs.json",
+    *ALLOCATORS,
+)  # what --workdir receives: the run's clock and a folder per allocator
 
 
 def _policies() -> list[str]:

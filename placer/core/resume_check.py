@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -46,6 +47,29 @@ def file_digest(path: str) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()[:16]
+
+
+def spec_digest(spec: str | None) -> str | None:
+    """digest of the file a path, `path:variant` spec or preset name names (its bytes and the variant);
+    the name itself when it names no file (a cluster preset), None for None."""
+    if spec is None:
+        return None
+    path, _, variant = spec.partition(":")
+    if not os.path.isfile(path):
+        from placer.core import configs_util  # noqa: PLC0415 (the project's own configs, from any folder)
+
+        path = configs_util.resolve(path)
+    return digest([file_digest(path), variant]) if os.path.isfile(path) else spec
+
+
+def clear(workdir: str, entries) -> None:
+    """Removes `entries` (names of files or folders an earlier run wrote) from `workdir`, to start over."""
+    for name in entries:
+        path = os.path.join(workdir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
 
 
 def graph_fields(graph) -> dict[str, str]:

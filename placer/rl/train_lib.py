@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 import time
 
 import numpy as np
@@ -71,12 +70,7 @@ def run_inputs(graph, cluster, method: str, config, init_from: str | None) -> di
 
 def clear_run(workdir: str) -> None:
     """Removes an earlier run's files from `workdir` (RUN_FILES; nothing else), to start over."""
-    for name in RUN_FILES:
-        path = os.path.join(workdir, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        elif os.path.lexists(path):
-            os.unlink(path)
+    resume_check.clear(workdir, RUN_FILES)
 
 
 def run(

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Hashable
 
 from graphs import local_cluster, pipeline
-from placer.core import fmt, heartbeat, names, stop
+from placer.core import fmt, heartbeat, names, resume_check, stop
 from placer.core.errors import InputError, one_line
 from placer.sharing import allocators, running
 from placer.sharing import report as search_report
@@ -317,6 +317,18 @@ def check_workdir(workdir: str, policies: list[str], job_names: list[str] = (), 
             names.refuse_foreign(files)
 
 
+def run_inputs(work: Workload, settings: dict) -> dict[str, str]:
+    """What a run's checkpoints are made from (placer/core/resume_check.py): the jobs file, every job's
+    graph or model config and cluster, and the run's settings."""
+    specs = [(j.graph_path or j.config_spec, j.cluster) for j in work.jobs]
+    return {
+        "jobs file": resume_check.spec_digest(work.path),
+        "graphs": resume_check.digest([resume_check.spec_digest(g) for g, _ in specs]),
+        "clusters": resume_check.digest([resume_check.spec_digest(c) for _, c in specs]),
+        **{k: str(v) for k, v in settings.items()},
+    }
+
+
 def run_search(
     work: Workload,
     *,
@@ -329,7 +341,7 @@ def run_search(
     objective: str = "total",
     loss: str = search_report.DEFAULT_LOSS,
     log: Callable = print,
-    resume: bool = False,
+    resume: bool | str = False,
     measure: str = "sim",
     lockstep: bool = False,
     overwrite: bool = False,
@@ -371,11 +383,18 @@ def run_search(
     policies = list(BOTH) if policy == "both" else ([policy] if isinstance(policy, str) else list(policy))
     for p in policies:
         make_allocator(p, epoch_s, normalise, objective)
+    settings = dict(slots=slots, epoch_s=epoch_s, normalise=normalise, objective=objective, loss=loss, measure=measure)
+    made_from = run_inputs(work, {**settings, "lockstep": lockstep})
+    if resume and not resume_check.check(workdir, made_from, resume, log):
+        resume_check.clear(workdir, [*allocators.ALLOCATORS, running.RUN_FILE, resume_check.RECORD])
+        resume = False
     if not resume:
         check_workdir(workdir, policies, [j.name for j in work.jobs], overwrite=overwrite)
     elif not os.path.isdir(workdir):  # killed before it wrote anything: nothing to continue
         log(f"{workdir}: nothing to resume (no such folder); starting over")
     prepared = prepare(work, measure=measure, log=log)
+    if not resume:
+        resume_check.record(workdir, made_from)
     out = {}
     for p in policies:
         done = os.path.join(workdir, p, "summary.json")
