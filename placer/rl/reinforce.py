@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
 import numpy as np
@@ -26,7 +25,15 @@ from placer.rl import policy as policy_lib
 from placer.rl import rl_math
 from placer.rl.problem import Problem
 from placer.rl.rl_math import use_xla
-from placer.rl.run_files import Summaries, curve_csv, read_history, seed_everything, step_line  # noqa: F401 (re-exported)
+from placer.rl.run_files import (  # noqa: F401 (seed_everything, step_line re-exported)
+    Summaries,
+    curve_csv,
+    read_history,
+    restore_intact,
+    save_checkpoint,
+    seed_everything,
+    step_line,
+)
 
 MASKED = -1e9  # logit bias of a device a group cannot run on
 
@@ -141,7 +148,7 @@ class Trainer:
                 raise InputError(
                     f"{latest}: checkpoint made for another {key} ({info.get(key)!r}, this run has {mine[key]!r})"
                 )
-        self._restore_intact(latest, fall_back=step is None)
+        restore_intact(self.checkpoint, self.manager, latest, fall_back=step is None)
         step = int(self.step.numpy())
         # history.json is written before the checkpoint: a kill in between leaves steps the checkpoint
         # does not hold, which are run again, so they leave the history (and curve.csv) here.
@@ -149,34 +156,13 @@ class Trainer:
         self.history = [h for h in history if int(h.get("step", 0)) <= step]
         return step
 
-    def _restore_intact(self, latest: str, fall_back: bool = True) -> None:
-        """Restores the newest checkpoint that reads whole: a damaged newest one (a truncated file) falls back
-        to the one before it, with a warning on stderr.
-
-        Raises:
-          InputError: no checkpoint kept reads whole (naming the newest and why).
-        """
-        kept = [p for p in reversed(self.manager.checkpoints) if p != latest] if fall_back else []
-        first_error = None
-        for path in [latest, *kept]:
-            try:
-                # expect_partial: the optimizer's slots wait for the next update (pretrain_lib's restore says why).
-                self.checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
-            except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
-                first_error = first_error or f"{latest}: cannot restore checkpoint ({str(e).splitlines()[0]})"
-                continue
-            if path != latest:
-                print(f"warning: {first_error}; resuming from the previous intact one, {path}", file=sys.stderr)
-            return
-        raise InputError(first_error)
-
     def save(self) -> None:
         """Writes the checkpoint, the run file, the history and the best placement (each atomically)."""
         os.makedirs(self.workdir, exist_ok=True)
         atomic.write_text(os.path.join(self.workdir, "run.json"), json.dumps(self.run_info(), indent=1))
         atomic.write_text(os.path.join(self.workdir, "history.json"), json.dumps(self.history))
         atomic.write_text(os.path.join(self.workdir, "curve.csv"), curve_csv(self.history))
-        self.manager.save(checkpoint_number=int(self.step.numpy()))
+        save_checkpoint(self.manager, int(self.step.numpy()), self.policy.variables + self.optimizer.variables)
         best = self.best_placement()
         if best is not None:
             best.save(os.path.join(self.workdir, "best_placement.json"))
