@@ -232,11 +232,11 @@ def format_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _direction(ratio: float, up: str, down: str) -> str:
-    """'9.8% slower' style words for a ratio - 1 (up: the word for a rise)."""
+def _direction(ratio: float, up: str, down: str, digits: int = 1) -> str:
+    """'9.8% slower' style words for a ratio - 1 (up: the word for a rise), `digits` decimals."""
     if ratio == 0:
         return "the same as"
-    return f"{abs(ratio):.1%} {up if ratio > 0 else down} than"
+    return f"{abs(ratio):.{digits}%} {up if ratio > 0 else down} than"
 
 
 def compare_to_fair(summaries: dict[str, dict]) -> str:
@@ -255,7 +255,8 @@ def compare_to_fair(summaries: dict[str, dict]) -> str:
         mine = {j["name"]: j["time_to"]["90%"] for j in s["jobs"]}
         both = [n for n in mine if mine[n] is not None and fair90.get(n) is not None]
         t, f = (float(np.mean([d[n] for n in both])) if both else None for d in (mine, fair90))
-        delay = f"{_direction(t / f - 1, 'slower', 'sooner')} fair ({fmt.seconds(f)})" if both and f else "-"
+        # 2 decimals: slaq-safe promises at most 1% slower, and 1.04% must not print as 1.0%
+        delay = f"{_direction(t / f - 1, 'slower', 'sooner', 2)} fair ({fmt.seconds(f)})" if both and f else "-"
         q, fq = s["average_quality"], fair["average_quality"]
         quality = f"{_direction(q / fq - 1, 'higher', 'lower')} fair ({fq:.3f})" if q is not None and fq else "-"
         lines.append(
