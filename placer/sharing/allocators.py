@@ -24,7 +24,11 @@ its fair share would have given it and those it gave up; once it has given
 up YIELD_SHARE (20%) of its fair service it yields no more and keeps its
 fair share. So a job misjudged as past its knee loses at most a fifth of
 the service fair sharing would have given it (plus the one epoch that
-crosses the bound), and a job whose knee or
+crosses the bound). The run's guard bounds the whole run the same way: its
+prediction of the gap against fair is the worst case, the share of all
+jobs' fair-share slot-epochs given up (what the run would lose had every
+yield been misjudged), and an epoch whose yields would take it to
+RUN_YIELD_SHARE (1%, the promise) allocates as fair. A job whose knee or
 budget cannot be told (no budget, a fresh regime, no fitted family) is
 never asked to yield: with no such job the result is `fair` itself. The
 delay metric (time to 90% of the reduction) does not count what a job past

@@ -125,13 +125,13 @@ def replay(
     if resume and not resume_check.check(workdir, made_from, resume, log):
         resume_check.clear(workdir, [*allocators.ALLOCATORS, resume_check.RECORD])
         resume = False
-    if not resume:
-        resume_check.record(workdir, made_from)
     out = _finished(workdir, list(made), trace_path, slots, epoch_s) if resume else {}
     for p in made:  # job names are data: slugs, inside the workdir, nothing of another's replaced
         files = search_report.output_files(os.path.join(workdir, p), [j.job_id for j in jobs])
         if not (resume or overwrite):
             names.refuse_foreign(files)
+    if not resume:
+        resume_check.record(workdir, made_from)
     if resume:
         left = [p for p in made if p not in out]
         log(
