@@ -33,6 +33,46 @@ _MAX_INPUT_MIB = flags.DEFINE_integer(
     lower_bound=1,
 )
 
+# Shared by every binary: the caps on the counts an input may hold (placer/core/checks.py, docs/limits.md).
+_MAX_COUNTS = {
+    kind: flags.DEFINE_integer(
+        f"max_{kind}", default, f"Most {what} an input may hold; more is refused at once.", lower_bound=1
+    )
+    for kind, default, what in (
+        ("ops", checks.DEFAULT_CAPS["ops"], "ops a graph"),
+        ("devices", checks.DEFAULT_CAPS["devices"], "devices a cluster"),
+        ("rows", checks.DEFAULT_CAPS["rows"], "rows a trace CSV"),
+        ("jobs", checks.DEFAULT_CAPS["jobs"], "jobs a trace or jobs file"),
+    )
+}
+
+
+class _ResumeParser(flags.BooleanParser):
+    """A boolean flag's parser that also takes "restart" (--resume=restart)."""
+
+    def parse(self, argument):
+        if isinstance(argument, str) and argument.lower() == "restart":
+            return "restart"
+        return super().parse(argument)
+
+
+def define_resume(help_text: str, module_name: str | None = None):
+    """Defines --resume: bare (or true) continues the run in --workdir, --resume=restart starts it over
+    when its inputs changed since the checkpoint (placer/core/resume_check.py), --noresume is off.
+
+    Returns:
+      The flag holder; its value is False, True or "restart".
+    """
+    flag = flags.BooleanFlag(
+        "resume",
+        False,
+        help_text + " --resume=restart: start over, said aloud, when the "
+        "graph, costs, cluster, input file, method or config changed since the checkpoint.",
+    )
+    flag.parser = _ResumeParser()
+    return flags.DEFINE_flag(flag, module_name=module_name)
+
+
 HELP_FLAGS = ("-h", "--help", "--helpshort", "--helpfull", "--helpxml", "-?")
 
 
@@ -163,6 +203,8 @@ def _run_main(main: Callable[[list[str]], None]) -> None:
             absl_logging.set_verbosity(absl_logging.WARNING)
         try:
             checks.set_max_input_bytes(_MAX_INPUT_MIB.value << 20)
+            for kind, flag in _MAX_COUNTS.items():
+                checks.set_cap(kind, flag.value)
             main(argv)
         except InputError as e:
             print(f"error: {e}", file=sys.stderr)
@@ -182,6 +224,8 @@ def _run_main(main: Callable[[list[str]], None]) -> None:
         except RunStopped as e:
             print(f"error: {e}", file=sys.stderr)
             sys.exit(1)
+        finally:
+            checks.reset_caps()
 
     try:
         app.run(wrapped, flags_parser=parse_flags)

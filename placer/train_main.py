@@ -23,9 +23,9 @@ _CONFIG = config_flags.DEFINE_config_file(
     "settings without a model, for --graph); any field can be overridden, e.g. --config.placer.train.steps=10.",
 )
 _MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
-_GRAPH, _CLUSTER, _MEASURE, _WORKDIR, _SEED, _RESUME, _PROGRESS = cli.define_flags(
+_GRAPH, _CLUSTER, _MEASURE, _WORKDIR, _SEED, _PROGRESS = cli.define_flags(
     __name__,
-    "graph", "cluster", "measure", "workdir", "seed", "resume", "progress",
+    "graph", "cluster", "measure", "workdir", "seed", "progress",
     required=["workdir"],
     defaults={"measure": None},
     notes={"measure": "Default: the config's."},
@@ -41,6 +41,7 @@ _MAX_PLACEMENTS = flags.DEFINE_integer(
     0,
     "Stop after this many measured placements in all, counting a warm start's baselines (0 = no limit).",
 )
+_RESUME = cli.define_resume("Continue the search saved in --workdir, if made from the same inputs.", __name__)
 _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0, "Stop training after this many minutes of wall time (0 = no limit); results are still written."
 )
@@ -60,7 +61,7 @@ _ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
 
 WRITES = (
     "run.json", "history.json", "curve.csv", "summary.json", "best_placement.json", "checkpoints", "tensorboard",
-    "search.json", "best_curve.csv", "learner.json",
+    "search.json", "best_curve.csv", "learner.json", "inputs.json",
 )  # fmt: skip
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 
 from baselines import registry
 from placer.compare import exact_row, tables
+from placer.core import names
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.measurement import Measurer
@@ -375,8 +375,8 @@ def given_rows(paths, given, graph: OpGraph, cluster: Cluster, methods, referenc
 
 
 def file_safe(name: str) -> str:
-    """A row name made safe for a file name."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    """A row name made safe for a file name (placer.core.names.slug: a safe stem plus a hash when changed or long)."""
+    return names.slug(name)
 
 
 def write_outputs(

@@ -40,15 +40,19 @@ def umask() -> int:
     return old
 
 
-def full_disk_error(path: str, e: OSError) -> InputError | None:
-    """The one-line error for a write to `path` that failed for want of space or quota, else None."""
+def full_disk_error(path: str, e: OSError, need: int | None = None) -> InputError | None:
+    """The one-line error for a write of `need` bytes to `path` that failed for want of space or quota, else None."""
     if e.errno not in _FULL:
         return None
-    return InputError(f"{path}: cannot write ({os.strerror(e.errno)}); an earlier file there is unchanged")
+    size = f" {need} bytes" if need is not None else ""
+    return InputError(
+        f"{path}: cannot write{size} ({os.strerror(e.errno)}); an earlier file there is unchanged: free space, "
+        "then run again (with --resume, a run continues from its last checkpoint)"
+    )
 
 
 @contextlib.contextmanager
-def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
+def atomic_open(path: str, mode: str = "w", need: int | None = None) -> Iterator[IO]:
     """Opens a temporary file next to `path` that replaces `path` on success.
 
     If the body raises, the temporary file is removed and `path` is untouched,
@@ -57,6 +61,7 @@ def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
     Args:
       path: final file path.
       mode: "w" for text or "wb" for bytes.
+      need: the bytes to be written, for the message of a full disk (None: unknown).
 
     Yields:
       The open temporary file.
@@ -71,7 +76,7 @@ def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
     except OSError as e:
-        raise full_disk_error(path, e) or e from None
+        raise full_disk_error(path, e, need) or e from None
     try:
         with os.fdopen(fd, mode) as f:
             yield f
@@ -82,7 +87,7 @@ def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
     except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        full = full_disk_error(path, e) if isinstance(e, OSError) else None
+        full = full_disk_error(path, e, need) if isinstance(e, OSError) else None
         if full is not None:
             raise full from None
         raise
@@ -90,13 +95,13 @@ def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
 
 def write_text(path: str, text: str) -> None:
     """Writes `text` to `path` atomically."""
-    with atomic_open(path, "w") as f:
+    with atomic_open(path, "w", len(text.encode("utf-8", "surrogateescape"))) as f:
         f.write(text)
 
 
 def write_bytes(path: str, data: bytes) -> None:
     """Writes `data` to `path` atomically."""
-    with atomic_open(path, "wb") as f:
+    with atomic_open(path, "wb", len(data)) as f:
         f.write(data)
 
 

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import zlib
 from typing import IO
@@ -37,7 +38,11 @@ _LEVEL_STEP[list(b"[{")] = 1
 _LEVEL_STEP[list(b"]}")] = -1
 _DEPTH_CHUNK = 1 << 22  # quotes and brackets counted at a time (32 MiB per array of running counts)
 
-_cap = {"bytes": DEFAULT_MAX_INPUT_MIB << 20}  # the binaries' --max_input_mib sets it (placer/cli.py)
+# Counts an input may hold, each a flag of every binary (placer/cli.py, --max_<kind>): a graph's ops, a
+# cluster's devices (the simulator keeps device x device tables: 10,000 devices took 24 s and 3.7 GB before),
+# a trace CSV's rows and a jobs file's or trace's jobs.
+DEFAULT_CAPS = {"ops": 1_000_000, "devices": 1024, "rows": 5_000_000, "jobs": 10_000}
+_cap = {"bytes": DEFAULT_MAX_INPUT_MIB << 20, **DEFAULT_CAPS}  # the binaries' --max_* flags set them
 
 MAX_BYTES = 2**44  # 16 TiB: one op's or edge's bytes; 10^5 ops of it still sum inside int64.
 MAX_MEMORY = 2**60  # bytes of one device.
@@ -53,12 +58,66 @@ def set_max_input_bytes(n: int) -> None:
     _cap["bytes"] = int(n)
 
 
+def set_cap(kind: str, n: int) -> None:
+    """Sets the most `kind` ("ops", "devices", "rows", "jobs") an input may hold (--max_<kind>)."""
+    if kind not in DEFAULT_CAPS:
+        raise ValueError(f"unknown cap {kind!r} (valid: {', '.join(DEFAULT_CAPS)})")
+    if n < 1:
+        raise InputError(f"--max_{kind}: must be positive, got {n}")
+    _cap[kind] = int(n)
+
+
+def reset_caps() -> None:
+    """Puts every cap back to its default (a binary run in process leaves none of its --max_* behind)."""
+    _cap.update(bytes=DEFAULT_MAX_INPUT_MIB << 20, **DEFAULT_CAPS)
+
+
+def cap(kind: str) -> int:
+    """The most `kind` an input may hold (DEFAULT_CAPS unless a --max_<kind> flag said otherwise)."""
+    return _cap[kind]
+
+
+def within_cap(n: int, kind: str, where: str) -> int:
+    """Returns `n` if it is at most cap(kind); else the one-line error naming `where` and the flag.
+
+    Call it before anything sized by `n` is allocated or parsed.
+    """
+    if n > _cap[kind]:
+        raise InputError(f"{where}: {n} {kind}, over the cap of {_cap[kind]}; if it is genuine, raise --max_{kind}")
+    return n
+
+
+def read_text(path: str, what: str) -> str:
+    """Reads a UTF-8 text file (gzip or not) of at most `max_input_bytes()` bytes; a device node is refused.
+
+    Reading stops at the cap, so /dev/zero or an endless pipe costs at most the cap's memory; a
+    character or block device is refused before any read.
+
+    Raises:
+      InputError: one line naming `path`: missing, unreadable, a device, over the cap, or not UTF-8.
+    """
+    try:
+        with open(path, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+                raise InputError(f"{path}: a device, not a {what} file")
+            raw = _read_capped(f, path, what, _cap["bytes"], kind="text")
+    except (OSError, EOFError, zlib.error) as e:
+        if isinstance(e, OSError) and e.errno is not None:
+            raise _open_error(path, what, e) from None
+        raise InputError(f"{path}: corrupt gzip {what} file ({' '.join(str(e).split())})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not a UTF-8 {what} file (byte {e.start} is not UTF-8)") from None
+
+
 def max_input_bytes() -> int:
     """The largest JSON text (bytes, after gzip) `read_json` accepts."""
     return _cap["bytes"]
 
 
-def _read_capped(f: IO[bytes], path: str, what: str, cap: int) -> bytearray:
+def _read_capped(f: IO[bytes], path: str, what: str, cap: int, kind: str = "JSON text") -> bytearray:
     """Reads `f` whole, gunzipping it (by its magic bytes) in chunks; stops as soon as the text passes `cap` bytes.
 
     Memory stays within about `cap` however far the file would expand.
@@ -89,13 +148,13 @@ def _read_capped(f: IO[bytes], path: str, what: str, cap: int) -> bytearray:
             if inflate.eof and inflate.unused_data:
                 pending, inflate = inflate.unused_data, zlib.decompressobj(31)
     if len(out) > cap:
-        raise _too_big(path, what, cap)
+        raise _too_big(path, what, cap, kind)
     return out
 
 
-def _too_big(path: str, what: str, cap: int) -> InputError:
+def _too_big(path: str, what: str, cap: int, kind: str = "JSON text") -> InputError:
     return InputError(
-        f"{path}: the {what} file holds over {cap / 2**20:g} MiB of JSON text (after gzip); "
+        f"{path}: the {what} file holds over {cap / 2**20:g} MiB of {kind} (after gzip); "
         "if it is genuine, raise --max_input_mib"
     )
 

@@ -180,6 +180,7 @@ def from_json(data: dict, source: str = "cluster") -> Cluster:
     """
     data = checks.obj(data, source)
     raw = checks.arr(checks.get(data, "devices", f"{source}: devices", required=True), f"{source}: devices", min_len=1)
+    checks.within_cap(len(raw), "devices", f"{source}: devices")
     devices = [_device(checks.obj(r, f"{source}: devices[{k}]"), f"{source}: devices[{k}]") for k, r in enumerate(raw)]
     names = [d.name for d in devices]
     if len(set(names)) != len(names):

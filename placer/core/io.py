@@ -94,6 +94,7 @@ def from_json(data: object, source: str = "graph") -> OpGraph:
     if len(set(device_types)) != len(device_types):
         raise InputError(f"{w}: lists a device type twice")
     ops = checks.arr(checks.get(data, "ops", f"{source}: ops", required=True), f"{source}: ops", min_len=1)
+    checks.within_cap(len(ops), "ops", f"{source}: ops")
     edges = checks.arr(checks.get(data, "edges", f"{source}: edges", required=True), f"{source}: edges")
     cols = {t: j for j, t in enumerate(device_types)}
     names, types, shapes, obytes, pbytes, coloc = [], [], [], [], [], []
@@ -108,6 +109,12 @@ def from_json(data: object, source: str = "graph") -> OpGraph:
                 (types, shapes, obytes, pbytes, coloc),
             )
         )
+    if device_types:  # an op every device type leaves out could run nowhere: every placement would fail
+        for k in np.flatnonzero(np.isnan(cost).all(axis=1)):
+            raise InputError(
+                f"{source}: ops[{k}].cost: op {names[k]!r} has a cost for none of {', '.join(device_types)}, so "
+                "no device could run it; give its cost on at least one"
+            )
     pairs, control = [], []
     for k, e in enumerate(edges):
         w = f"{source}: edges[{k}]"

@@ -25,7 +25,15 @@ from placer.rl import policy as policy_lib
 from placer.rl import rl_math
 from placer.rl.problem import Problem
 from placer.rl.rl_math import use_xla
-from placer.rl.run_files import Summaries, curve_csv, read_history, seed_everything, step_line  # noqa: F401 (re-exported)
+from placer.rl.run_files import (  # noqa: F401 (seed_everything, step_line re-exported)
+    Summaries,
+    curve_csv,
+    read_history,
+    restore_intact,
+    save_checkpoint,
+    seed_everything,
+    step_line,
+)
 
 MASKED = -1e9  # logit bias of a device a group cannot run on
 
@@ -109,15 +117,24 @@ class Trainer:
             "algorithm": self.tc.get("algorithm", "reinforce"),
         }
 
-    def restore(self) -> int:
-        """Continues from the latest checkpoint in the workdir; returns its step.
+    def restore(self, step: int | None = None) -> int:
+        """Continues from the latest checkpoint in the workdir (or the one of `step`); returns its step.
+
+        Args:
+          step: restore the checkpoint saved at this step, one of those kept (placer-search's exact
+            resume); None: the latest that reads whole.
 
         Raises:
-          InputError: no checkpoint, a corrupt one, or one made for another
+          InputError: no checkpoint (of `step`), a corrupt one, or one made for another
             graph or device list.
         """
         info_path = os.path.join(self.workdir, "run.json")
         latest = self.manager.latest_checkpoint
+        if step is not None and latest is not None:
+            kept = [p for p in self.manager.checkpoints if p.rsplit("-", 1)[-1] == str(step)]
+            if not kept:
+                raise InputError(f"{self.manager.directory}: no checkpoint of step {step} kept; cannot resume exactly")
+            latest = kept[0]
         if latest is None or not os.path.exists(info_path):
             raise InputError(f"{self.workdir}: nothing to resume (no checkpoint)")
         try:
@@ -131,11 +148,7 @@ class Trainer:
                 raise InputError(
                     f"{latest}: checkpoint made for another {key} ({info.get(key)!r}, this run has {mine[key]!r})"
                 )
-        try:
-            # expect_partial: the optimizer's slots wait for the next update (pretrain_lib's restore says why).
-            self.checkpoint.restore(latest).expect_partial().assert_existing_objects_matched()
-        except (tf.errors.OpError, AssertionError, ValueError) as e:
-            raise InputError(f"{latest}: cannot restore checkpoint ({str(e).splitlines()[0]})") from None
+        restore_intact(self.checkpoint, self.manager, latest, fall_back=step is None)
         step = int(self.step.numpy())
         # history.json is written before the checkpoint: a kill in between leaves steps the checkpoint
         # does not hold, which are run again, so they leave the history (and curve.csv) here.
@@ -149,7 +162,7 @@ class Trainer:
         atomic.write_text(os.path.join(self.workdir, "run.json"), json.dumps(self.run_info(), indent=1))
         atomic.write_text(os.path.join(self.workdir, "history.json"), json.dumps(self.history))
         atomic.write_text(os.path.join(self.workdir, "curve.csv"), curve_csv(self.history))
-        self.manager.save(checkpoint_number=int(self.step.numpy()))
+        save_checkpoint(self.manager, int(self.step.numpy()), self.policy.variables + self.optimizer.variables)
         best = self.best_placement()
         if best is not None:
             best.save(os.path.join(self.workdir, "best_placement.json"))

@@ -7,6 +7,8 @@ import csv
 import io
 import json
 import os
+import shutil
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -107,3 +109,69 @@ def step_line(stats: dict, steps: int, seconds: float) -> str:
         f"step {stats['step']}/{steps}: best step time {fmt.seconds(stats['best_step_time'])}, "
         f"this step's mean {fmt.seconds(stats['mean_step_time'])}; {seconds:.0f} s of training"
     )
+
+
+def restore_intact(checkpoint, manager, latest: str, fall_back: bool = True) -> None:
+    """Restores `latest` into `checkpoint`; if it does not read whole (a truncated file) and `fall_back`,
+    the newest earlier one `manager` keeps that does, with a warning on stderr.
+
+    Raises:
+      InputError: no checkpoint tried reads whole (naming `latest` and why).
+    """
+    kept = [p for p in reversed(manager.checkpoints) if p != latest] if fall_back else []
+    first_error = None
+    for path in [latest, *kept]:
+        try:
+            # expect_partial: the optimizer's slots wait for the next update (pretrain_lib's restore says why).
+            checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+        except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
+            first_error = first_error or f"{latest}: cannot restore checkpoint ({str(e).splitlines()[0]})"
+            continue
+        if path != latest:
+            print(f"warning: {first_error}; resuming from the previous intact one, {path}", file=sys.stderr)
+        return
+    raise InputError(first_error)
+
+
+_FULL_WORDS = ("No space left", "Disk quota", "ENOSPC", "EDQUOT")
+
+
+def save_checkpoint(manager, step: int, variables) -> None:
+    """Saves the checkpoint of `step`; a full disk is one line naming the folder, the bytes and the step kept.
+
+    TensorFlow writes a checkpoint into a temporary folder and records it only once complete, so the
+    last complete one stays the one --resume continues from; the temporary files are removed.
+
+    Raises:
+      InputError: no space or quota left for the checkpoint.
+    """
+    try:
+        manager.save(checkpoint_number=step)
+    except (tf.errors.ResourceExhaustedError, tf.errors.UnknownError, OSError) as e:
+        if not any(w in str(e) for w in _FULL_WORDS):
+            raise
+        folder = manager.directory
+        need = checkpoint_bytes(manager, variables)
+        for name in os.listdir(folder):
+            if name.startswith((f"ckpt-{step}_temp", f"ckpt-{step}.")):
+                path = os.path.join(folder, name)
+                shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.unlink(path)
+        kept = manager.latest_checkpoint
+        last = f"the checkpoint of step {kept.rsplit('-', 1)[-1]} is kept" if kept else "no checkpoint is kept"
+        raise InputError(
+            f"{folder}: cannot write the checkpoint of step {step}, about {need} bytes "
+            f"(No space left on device); {last}: free space, then run again with --resume"
+        ) from None
+
+
+def checkpoint_bytes(manager, variables) -> int:
+    """Bytes of the latest checkpoint's files, else of `variables` (an estimate of the next checkpoint)."""
+    latest = manager.latest_checkpoint
+    if latest is not None:
+        prefix = os.path.basename(latest) + "."
+        return sum(
+            os.path.getsize(os.path.join(manager.directory, f))
+            for f in os.listdir(manager.directory)
+            if f.startswith(prefix)
+        )
+    return int(sum(np.prod(v.shape) * v.dtype.size for v in variables))

@@ -14,7 +14,7 @@ import numpy as np
 
 from configs import common as config_common
 from graphs import local_cluster, pipeline
-from placer.core import atomic, fmt
+from placer.core import atomic, fmt, resume_check
 from placer.core.errors import InputError
 from placer.measure import bounds
 from placer.measure import registry as measure_registry
@@ -58,13 +58,39 @@ def check_fresh_workdir(workdir: str, resume: bool, log=print) -> bool:
     return resume
 
 
+# What a run writes in its workdir (placer-train's outputs), removed by --resume=restart.
+RUN_FILES = (
+    "run.json", "history.json", "curve.csv", "summary.json", "best_placement.json", "checkpoints", "tensorboard",
+    "search.json", "best_curve.csv", "learner.json", resume_check.RECORD,
+)  # fmt: skip
+
+
+def run_inputs(graph, cluster, method: str, config, init_from: str | None) -> dict[str, str]:
+    """What a checkpoint is made from (placer/core/resume_check.py): graph, costs, cluster, method, config."""
+    placer = config.placer.to_dict()
+    for key in ("method", "checkpoint_every"):  # the method is its own entry; checkpoints change no result
+        placer["train"].pop(key, None)
+    settings = {"placer": placer, "measure": config.measure, "init_from": init_from}
+    return {
+        **resume_check.graph_fields(graph),
+        "cluster": resume_check.digest(cluster.to_json()),
+        "method": method,
+        "config": resume_check.digest(settings),
+    }
+
+
+def clear_run(workdir: str) -> None:
+    """Removes an earlier run's files from `workdir` (RUN_FILES; nothing else), to start over."""
+    resume_check.clear(workdir, RUN_FILES)
+
+
 def run(
     config,
     *,
     workdir: str,
     steps: int,
     seed: int = 0,
-    resume: bool = False,
+    resume: bool | str = False,
     graph_path: str | None = None,
     progress: bool = True,
     log=print,
@@ -82,7 +108,8 @@ def run(
       steps: total rounds of the method (a round proposes and measures one batch; for the
         seq2seq policy, one policy-gradient step), counting resumed ones; 0 = no limit.
       seed: seeds the method's weights and draws.
-      resume: continue the search saved in `workdir`.
+      resume: continue the search saved in `workdir` (True), or "restart": continue it only when
+        its inputs are unchanged, else start over (placer/core/resume_check.py).
       graph_path: a graph JSON file to place instead of the config's model.
       progress: show a progress line.
       log: where to print the summary lines.
@@ -107,11 +134,18 @@ def run(
         takers = ", ".join(m for m in methods.names() if methods.init_from(m))
         raise InputError(f"--init_from: method {name} starts from nothing learned (these can: {takers})")
     _check_options(config)
-    resume = check_fresh_workdir(workdir, resume, log)
+    asked = resume
+    resume = check_fresh_workdir(workdir, bool(resume), log)
     seed_everything(seed)
     t0 = time.time()
     source = graph_path or (graph.name if graph is not None else config.model.name)
     cluster, graph, inner = _load(config, graph_path, log, graph)
+    made_from = run_inputs(graph, cluster, name, config, init_from)
+    if resume and not resume_check.check(workdir, made_from, asked, log):
+        clear_run(workdir)
+        resume = False
+    if not resume:
+        resume_check.record(workdir, made_from)
     measurer = search_loop.CountingMeasurer(inner)
     placer = config.placer
     if not methods.uses_warm_start(name) or resume:

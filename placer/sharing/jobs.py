@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
+import stat
 
 import ml_collections
 
 from configs import common
+from placer.core import checks, configs_util
 from placer.core import cluster as cluster_lib
-from placer.core import configs_util
 from placer.core import io as graph_io
 from placer.core.errors import InputError
 
@@ -127,6 +129,18 @@ def load_workload(path: str, *, load_models: bool = True) -> Workload:
     if not file.endswith(".py"):
         hint = "; replay a trace CSV with --trace" if file.endswith(".csv") else ""
         raise InputError(f"{file}: a jobs file is a Python config file (.py){hint}")
+    try:  # a Python file run to build the config: within the byte cap, and a regular file
+        found = os.stat(configs_util.resolve_spec(path).partition(":")[0])
+        size, mode = found.st_size, found.st_mode
+    except OSError:
+        size, mode = 0, stat.S_IFREG  # load_config names what is missing
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{file}: not a regular file; a jobs file is a Python config file (.py)")
+    if size > checks.max_input_bytes():
+        raise InputError(
+            f"{file}: {size} bytes, over the cap of {checks.max_input_bytes() >> 20} MiB; if it is genuine, "
+            "raise --max_input_mib"
+        )
     root = configs_util.load_config(path)
     top = _as_dict(root, path)
     for key in top:
@@ -135,6 +149,7 @@ def load_workload(path: str, *, load_models: bool = True) -> Workload:
     jobs = top.get("jobs")
     if not isinstance(jobs, list | tuple) or not jobs:
         raise InputError(f"{path}: field 'jobs' must be a non-empty list of jobs")
+    checks.within_cap(len(jobs), "jobs", f"{path}: jobs")
     work = Workload(path, [])
     if "measure_seconds" in top:
         work.measure_seconds = float(_number(f"{path}: measure_seconds", top["measure_seconds"], minimum=0))

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from placer.core import stop
+from placer.core import names, resume_check, stop
 from placer.core.errors import InputError
 from placer.sharing import allocators
 from placer.sharing import report as search_report
@@ -70,7 +70,8 @@ def replay(
     normalise: str = "max_change",
     objective: str = "total",
     log: Callable = print,
-    resume: bool = False,
+    resume: bool | str = False,
+    overwrite: bool = False,
 ) -> dict[str, dict]:
     """Replays a trace under each allocator and writes workdir/<allocator>/.
 
@@ -88,7 +89,10 @@ def replay(
       normalise: SLAQ's normaliser.
       objective: SLAQ's objective, "total" or "maxmin".
       log: where the tables go.
-      resume: continue a stopped run in `workdir` (same trace, slots and epoch).
+      resume: continue a stopped run in `workdir` (same trace, slots and epoch; placer/core/resume_check.py),
+        or "restart": continue it only if those are unchanged, else start over.
+      overwrite: replace files in workdir/<allocator>/ that this run did not write
+        (without it, a fresh run refuses before any work if one of its outputs exists).
 
     Returns:
       allocator -> summary.
@@ -113,7 +117,21 @@ def replay(
                 f"{os.path.join(workdir, p)}: holds an earlier run; pass --resume to continue it or pick another --workdir"
             )
     jobs = load_trace(trace_path)
+    made_from = {
+        "trace": resume_check.file_digest(trace_path),
+        **{k: str(v) for k, v in (("slots", slots), ("epoch_s", epoch_s), ("normalise", normalise))},
+        "objective": objective,
+    }
+    if resume and not resume_check.check(workdir, made_from, resume, log):
+        resume_check.clear(workdir, [*allocators.ALLOCATORS, resume_check.RECORD])
+        resume = False
     out = _finished(workdir, list(made), trace_path, slots, epoch_s) if resume else {}
+    for p in made:  # job names are data: slugs, inside the workdir, nothing of another's replaced
+        files = search_report.output_files(os.path.join(workdir, p), [j.job_id for j in jobs])
+        if not (resume or overwrite):
+            names.refuse_foreign(files)
+    if not resume:
+        resume_check.record(workdir, made_from)
     if resume:
         left = [p for p in made if p not in out]
         log(

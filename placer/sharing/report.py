@@ -1,8 +1,9 @@
 """Curves, sharing metrics and tables of `placer-search` runs (no TensorFlow).
 
 The metrics are SLAQ's (Zhang et al., SoCC 2017), as `placer.sharing.slaq_trace`
-computes them on recorded traces: a job's normalised quality is its loss
-reduction so far over its total reduction, (L0 - L) / (L0 - L_N); reported are
+computes them on recorded traces: a job's normalised quality is the share
+of its total reduction L0 - L_N its lowest loss so far has won, in [0, 1]
+(slaq_trace.normalised_quality, the one definition); reported are
 the seconds from a job's start until it reached 80%, 90% and 95% of its total
 reduction, and the mean quality of the running jobs over time. A placement
 search's loss (mean sqrt step time of one iteration's samples) is noisy, more
@@ -21,8 +22,8 @@ import os
 import numpy as np
 import tabulate
 
-from placer.core import atomic, fmt
-from placer.sharing.slaq_trace import TARGETS, time_to_fraction
+from placer.core import atomic, fmt, names
+from placer.sharing.slaq_trace import TARGETS, normalised_quality, time_to_fraction
 
 SMOOTH = 5  # iterations in the trailing mean of the loss (our choice)
 CURVE_COLUMNS = ("time_s", "iteration", "loss", "smoothed_loss", "best_step_time", "slots", "seconds")
@@ -117,18 +118,17 @@ def time_to(curve: JobCurve, fraction: float, window: int = SMOOTH) -> float:
 
 
 def quality_at(curve: JobCurve, t: float, window: int = SMOOTH) -> float:
-    """Normalised quality (L0 - L) / (L0 - L_N) of the job at time t (seconds from the run start).
+    """Normalised quality of the job at time t (seconds from the run start), in [0, 1].
 
-    1 for a job whose loss did not go down; 0 before its first iteration.
+    slaq_trace.normalised_quality on the smoothed loss: the share of the
+    total reduction L0 - L_N won by the lowest smoothed loss up to t; 1 for
+    a job whose loss did not go down; 0 before its first iteration.
     """
     s = smooth(curve.losses, window)
     if s.size == 0:
         return 0.0
-    total = s[0] - s[-1]
-    if not total > 0:
-        return 1.0
     k = int(np.searchsorted(np.asarray(curve.times), t, side="right")) - 1
-    return 0.0 if k < 0 else float((s[0] - s[k]) / total)
+    return 0.0 if k < 0 else normalised_quality(s[0], float(s[: k + 1].min()), s[0] - s[-1])
 
 
 def mean_quality(curves: list[JobCurve], times, window: int = SMOOTH) -> np.ndarray:
@@ -232,11 +232,11 @@ def format_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _direction(ratio: float, up: str, down: str) -> str:
-    """'9.8% slower' style words for a ratio - 1 (up: the word for a rise)."""
+def _direction(ratio: float, up: str, down: str, digits: int = 1) -> str:
+    """'9.8% slower' style words for a ratio - 1 (up: the word for a rise), `digits` decimals."""
     if ratio == 0:
         return "the same as"
-    return f"{abs(ratio):.1%} {up if ratio > 0 else down} than"
+    return f"{abs(ratio):.{digits}%} {up if ratio > 0 else down} than"
 
 
 def compare_to_fair(summaries: dict[str, dict]) -> str:
@@ -255,7 +255,8 @@ def compare_to_fair(summaries: dict[str, dict]) -> str:
         mine = {j["name"]: j["time_to"]["90%"] for j in s["jobs"]}
         both = [n for n in mine if mine[n] is not None and fair90.get(n) is not None]
         t, f = (float(np.mean([d[n] for n in both])) if both else None for d in (mine, fair90))
-        delay = f"{_direction(t / f - 1, 'slower', 'sooner')} fair ({fmt.seconds(f)})" if both and f else "-"
+        # 2 decimals: slaq-safe promises at most 1% slower, and 1.04% must not print as 1.0%
+        delay = f"{_direction(t / f - 1, 'slower', 'sooner', 2)} fair ({fmt.seconds(f)})" if both and f else "-"
         q, fq = s["average_quality"], fair["average_quality"]
         quality = f"{_direction(q / fq - 1, 'higher', 'lower')} fair ({fq:.3f})" if q is not None and fq else "-"
         lines.append(
@@ -265,12 +266,27 @@ def compare_to_fair(summaries: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def output_files(folder: str, job_names: list[str]) -> list[str]:
+    """The files `write_outputs` writes into `folder` for jobs named `job_names` (checked to stay inside it).
+
+    A job's curve file is curves/<slug>.csv (placer.core.names.slug): a job's
+    name is data, never a path.
+
+    Raises:
+      InputError: two job names that would share a file.
+    """
+    fixed = [names.inside(folder, f) for f in ("curves.json", "allocations.csv", "summary.json")]
+    per_job = [names.inside(folder, "curves", f"{s}.csv") for s in names.slugs(job_names, "job name").values()]
+    return per_job + fixed
+
+
 def write_outputs(
     folder: str, summary: dict, curves: list[JobCurve], allocations: list[tuple], window: int = SMOOTH
 ) -> None:
-    """Writes curves/<job>.csv, curves.json, allocations.csv and summary.json into `folder` (atomically)."""
+    """Writes curves/<job slug>.csv, curves.json, allocations.csv and summary.json into `folder` (atomically)."""
+    files = output_files(folder, [c.name for c in curves])
     os.makedirs(os.path.join(folder, "curves"), exist_ok=True)
-    for c in curves:
+    for c, path in zip(curves, files, strict=False):
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
         w.writerow(CURVE_COLUMNS)
@@ -287,7 +303,7 @@ def write_outputs(
                     repr(float(c.seconds[i])),
                 ]
             )
-        atomic.write_text(os.path.join(folder, "curves", f"{c.name}.csv"), out.getvalue())
+        atomic.write_text(path, out.getvalue())
     data = {
         c.name: {
             "start_s": _finite(c.start_s),

@@ -85,6 +85,12 @@ class Search:
         self.wall0 = time.time()  # what the loop's best-so-far curve counts wall seconds from
         self.lockstep_s = 0.0
         self.turns = 0  # iterations granted and not yet finished (lockstep)
+        self.resume_at: dict | None = None  # lockstep resume: the search at the end of the last whole epoch
+
+    def record(self) -> dict:
+        """What the run keeps of this search at the end of an epoch (run_state.json), to resume exactly there."""
+        c = self.curve
+        return {"iterations": len(c.losses), "start_s": c.start_s, "end_s": c.end_s, "status": c.status}
 
     @property
     def status(self) -> str:
@@ -116,6 +122,13 @@ class Search:
             self._finish(t0, "failed", one_line(e))
             return
         first = self._restore() if self.resume else 0
+        at = self.resume_at
+        if at is not None and at["status"] != "not started":
+            self.curve.start_s = float(at["start_s"])
+            if at["status"] == "done":  # finished in an earlier epoch: at its own end time
+                self._finish(t0, "done")
+                self.curve.end_s = float(at["end_s"])
+                return
         if first >= spec.steps or (first and self.loop.learner.finished()):
             self._finish(t0, "done")
             return
@@ -219,21 +232,28 @@ class Search:
 RUN_FILE = "run_state.json"  # the run's clock, epochs and allocations so far, rewritten every epoch
 
 
-def save_run(workdir: str, now: float, epochs: list, allocations: list) -> None:
-    """Writes the run's clock (seconds), epoch times and allocations (time, job, slots) to RUN_FILE."""
+def save_run(workdir: str, now: float, epochs: list, allocations: list, jobs: dict | None = None) -> None:
+    """Writes the run's clock (seconds), epoch times and allocations (time, job, slots) to RUN_FILE.
+
+    In lockstep it is written at the end of each whole epoch, with `jobs`: each search's `Search.record()`
+    then, so that a resumed run starts from exactly that epoch's end.
+    """
     os.makedirs(workdir, exist_ok=True)
-    data = {"elapsed_s": now, "epochs": epochs, "allocations": allocations}
+    data = {"elapsed_s": now, "epochs": epochs, "allocations": allocations, "jobs": jobs}
     atomic.write_text(os.path.join(workdir, RUN_FILE), json.dumps(data))
 
 
-def load_run(workdir: str) -> tuple[float, list, list]:
-    """(seconds the killed run had run, its epoch times, its allocations); zeros if it wrote none."""
+def load_run(workdir: str) -> tuple[float, list, list, dict | None]:
+    """(seconds the killed run had run, its epoch times, its allocations, its searches' records or None);
+    zeros if it wrote none."""
     path = os.path.join(workdir, RUN_FILE)
     if not os.path.exists(path):
-        return 0.0, [], []
+        return 0.0, [], [], None
     try:
         with open(path) as f:
             data = json.load(f)
-        return float(data["elapsed_s"]), list(data["epochs"]), [tuple(a) for a in data["allocations"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        jobs = data.get("jobs")
+        allocations = [tuple(a) for a in data["allocations"]]
+        return float(data["elapsed_s"]), list(data["epochs"]), allocations, None if jobs is None else dict(jobs)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise InputError(f"{path}: cannot resume from it ({one_line(e)})") from None

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Hashable
 
 from graphs import local_cluster, pipeline
-from placer.core import fmt, heartbeat, stop
+from placer.core import fmt, heartbeat, names, resume_check, stop
 from placer.core.errors import InputError, one_line
 from placer.sharing import allocators, running
 from placer.sharing import report as search_report
@@ -191,10 +191,18 @@ def run_policy(
     allocator = make_allocator(policy, epoch_s, normalise, objective)
     lock = threading.Condition()
     wake = threading.Event()
+    folders = names.slugs([p.spec.name for p in prepared], "job name")
     searches = [
-        Search(p, engine, os.path.join(workdir, "jobs", p.spec.name), lock, wake, loss, resume) for p in prepared
+        Search(p, engine, names.inside(workdir, "jobs", folders[p.spec.name]), lock, wake, loss, resume)
+        for p in prepared
     ]
-    elapsed, epochs, allocations = running.load_run(workdir) if resume else (0.0, [], [])
+    elapsed, epochs, allocations, records = running.load_run(workdir) if resume else (0.0, [], [], None)
+    if lockstep and resume:  # from the end of the last whole epoch (none: from the start)
+        records = records or {}
+        for s in searches:
+            s.resume_at = records.get(s.name, {"iterations": 0, "start_s": None, "status": "not started"})
+            if s.resume_at["status"] == "not started":
+                s.resume_at = {**s.resume_at, "iterations": 0}
     t0 = time.monotonic() - elapsed
     clock = [elapsed]  # lockstep: the run's seconds, epoch_s per epoch
     if lockstep:
@@ -221,7 +229,8 @@ def run_policy(
                 lock.notify_all()
             epochs.append(now)
             allocations.extend((now, s.name, len(s.slots)) for s in active)
-            running.save_run(workdir, now, epochs, allocations)
+            if not lockstep:  # on wall time: the epoch's start (lockstep saves each whole epoch's end)
+                running.save_run(workdir, now, epochs, allocations)
             if on_epoch is not None:
                 on_epoch(now, {s.name: len(s.slots) for s in active})
             line = functools.partial(_progress_line, policy, now, active)
@@ -229,6 +238,7 @@ def run_policy(
             if lockstep:
                 if _take_turns(active, lock, clock, now + epoch_s, functools.partial(beat, line)):
                     break
+                running.save_run(workdir, clock[0], epochs, allocations, {s.name: s.record() for s in searches})
                 continue
             arrivals = [s.prep.spec.arrival_s - now for s in searches if s.status == "not started"]
             if _wait(wake, max(0.0, min([epoch_s, *arrivals]))):
@@ -299,11 +309,31 @@ def _wait(wake: threading.Event, seconds: float) -> bool:
     return True
 
 
-def check_workdir(workdir: str, policies: list[str]) -> None:
-    """Refuses to write over an earlier run's outputs."""
+def check_workdir(workdir: str, policies: list[str], job_names: list[str] = (), *, overwrite: bool = False) -> None:
+    """Refuses to write over an earlier run's outputs, or (without `overwrite`) over a file this run would write.
+
+    Raises:
+      InputError: a policy folder holds an earlier run, one of the outputs
+        exists (naming it), or two job names would share a file.
+    """
     for p in policies:
         if os.path.exists(os.path.join(workdir, p, "summary.json")) or os.path.exists(os.path.join(workdir, p, "jobs")):
             raise InputError(f"{os.path.join(workdir, p)}: holds an earlier run; pick another --workdir")
+        files = search_report.output_files(os.path.join(workdir, p), list(job_names))
+        if not overwrite:
+            names.refuse_foreign(files)
+
+
+def run_inputs(work: Workload, settings: dict) -> dict[str, str]:
+    """What a run's checkpoints are made from (placer/core/resume_check.py): the jobs file, every job's
+    graph or model config and cluster, and the run's settings."""
+    specs = [(j.graph_path or j.config_spec, j.cluster) for j in work.jobs]
+    return {
+        "jobs file": resume_check.spec_digest(work.path),
+        "graphs": resume_check.digest([resume_check.spec_digest(g) for g, _ in specs]),
+        "clusters": resume_check.digest([resume_check.spec_digest(c) for _, c in specs]),
+        **{k: str(v) for k, v in settings.items()},
+    }
 
 
 def run_search(
@@ -318,9 +348,10 @@ def run_search(
     objective: str = "total",
     loss: str = search_report.DEFAULT_LOSS,
     log: Callable = print,
-    resume: bool = False,
+    resume: bool | str = False,
     measure: str = "sim",
     lockstep: bool = False,
+    overwrite: bool = False,
 ) -> dict[str, dict]:
     """Runs a jobs file under one policy or both ("both": SLAQ, then fair share, on the same workload).
 
@@ -341,6 +372,7 @@ def run_search(
       measure: the backend the engines' workers measure with ("sim",
         "grappler", "session"; the engines' factory must build the same kind).
       lockstep: run every policy in lockstep (see `run_policy`): the same seeds give the same result.
+      overwrite: replace output files of a fresh run that exist already (written by something else).
 
     Returns:
       policy -> summary.
@@ -358,11 +390,18 @@ def run_search(
     policies = list(BOTH) if policy == "both" else ([policy] if isinstance(policy, str) else list(policy))
     for p in policies:
         make_allocator(p, epoch_s, normalise, objective)
+    settings = dict(slots=slots, epoch_s=epoch_s, normalise=normalise, objective=objective, loss=loss, measure=measure)
+    made_from = run_inputs(work, {**settings, "lockstep": lockstep})
+    if resume and not resume_check.check(workdir, made_from, resume, log):
+        resume_check.clear(workdir, [*allocators.ALLOCATORS, running.RUN_FILE, resume_check.RECORD])
+        resume = False
     if not resume:
-        check_workdir(workdir, policies)
+        check_workdir(workdir, policies, [j.name for j in work.jobs], overwrite=overwrite)
     elif not os.path.isdir(workdir):  # killed before it wrote anything: nothing to continue
         log(f"{workdir}: nothing to resume (no such folder); starting over")
     prepared = prepare(work, measure=measure, log=log)
+    if not resume:
+        resume_check.record(workdir, made_from)
     out = {}
     for p in policies:
         done = os.path.join(workdir, p, "summary.json")

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placer.core import atomic
+from placer.core import atomic, checks
 from placer.core.errors import InputError
 from placer.sharing.slaq_state import JobState
 
@@ -87,17 +87,21 @@ def _number(path: str, line: int, column: str, text: str) -> float:
 def load_trace(path: str) -> list[TraceJob]:
     """Reads a SLAQ trace CSV (format in docs/formats.md), jobs in order of arrival.
 
+    The file is read within the caps of placer.core.checks: its bytes
+    (--max_input_mib), rows (--max_rows) and jobs (--max_jobs); a device
+    such as /dev/zero is refused before any read.
+
     Raises:
-      InputError: naming the file, row and column of the first bad value.
+      InputError: naming the file, row and column of the first bad value, or the cap it exceeds.
     """
     try:
-        with open(path, newline="") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read trace: {e}") from None
+        text = checks.read_text(path, "trace")
+    except InputError as e:
+        raise InputError(f"cannot read trace: {e}") from None
     if text and not text.endswith("\n"):
         last = text.count("\n") + 1
         raise InputError(f"{path}: row {last}: no line end after the last row; the trace looks cut short")
+    checks.within_cap(text.count("\n"), "rows", path)
     rows = list(csv.reader(io.StringIO(text)))
     if not rows:
         raise InputError(f"{path}: empty trace (no header)")
@@ -135,6 +139,7 @@ def load_trace(path: str) -> list[TraceJob]:
         per_job.setdefault(job, []).append((line, arrival, int(it), loss, secs))
     if not per_job:
         raise InputError(f"{path}: no jobs")
+    checks.within_cap(len(per_job), "jobs", path)
     jobs = [_assemble(path, job, recs) for job, recs in per_job.items()]
     return sorted(jobs, key=lambda j: j.arrival_s)
 
@@ -188,6 +193,32 @@ def time_to_fraction(times, losses, start_s: float, fraction: float, total: floa
     return float(times[hit[0]] - start_s) if hit.size else math.inf
 
 
+def normalised_quality(first: float, best: float, total: float) -> float:
+    """A job's normalised quality: the share of its total loss reduction its best loss so far has won.
+
+    The one definition behind simulate_sharing and placer-search reports
+    (SLAQ's measure, Zhang et al., SoCC 2017, taken on the best loss so far):
+    q = (L0 - min_{i<=k} L_i) / (L0 - L_N), held within [0, 1]. With the
+    `total` of `time_to_fraction`, q >= f exactly from the time the job
+    reached f of its reduction on. A loss that rises above L0, or dips below
+    the final L_N on the way (a noisy curve), cannot take q out of [0, 1].
+
+    Args:
+      first: L0, the job's initial loss.
+      best: the lowest loss it has reported so far (L0 before any iteration).
+      total: L0 - L_N, its total reduction.
+
+    Returns:
+      q in [0, 1]; 1 for a job whose loss never went down (total <= 0).
+
+    >>> normalised_quality(10.0, 6.0, 8.0), normalised_quality(10.0, 1.0, 8.0), normalised_quality(3.0, 3.0, 0.0)
+    (0.5, 1.0, 1.0)
+    """
+    if not total > 0:
+        return 1.0
+    return float(min(1.0, max(0.0, (first - best) / total)))
+
+
 @dataclasses.dataclass
 class SharingResult:
     """Outcome of simulate_sharing.
@@ -201,8 +232,8 @@ class SharingResult:
         reduction reached that fraction of its total (L0 - L_N); inf if not within the
         horizon, nan if the job's curve has no reduction (L_N >= L0).
       quality_times: [E] epoch start times, seconds.
-      mean_quality: [E] mean normalised quality (L0 - L) / (L0 - L_N) of the jobs running
-        then (arrived, not finished; SLAQ's measure); nan when none is running.
+      mean_quality: [E] mean normalised quality (`normalised_quality`, in [0, 1]) of the jobs
+        running then (arrived, not finished; SLAQ's measure); nan when none is running.
       horizon_s: simulated seconds.
       allocations: (epoch start seconds, job_id, slots) per running job and epoch.
     """
@@ -273,6 +304,7 @@ def simulate_sharing(
     times = [[j.arrival_s] for j in jobs]
     losses = [[float(j.quality_losses[0])] for j in jobs]  # the curves progress is measured on
     total = np.array([j.quality_losses[0] - j.quality_losses[-1] for j in jobs])
+    low = [float(j.quality_losses[0]) for j in jobs]  # each job's lowest loss so far
     quality_t, quality, allocations = [], [], []
     t = 0.0
     while t < horizon_s and not finished.all():
@@ -286,7 +318,7 @@ def simulate_sharing(
                 states[i].report(0, jobs[i].losses[0])
             # The scaling of the iteration it runs next, as a run measures it at its current batch.
             states[i].set_profile(jobs[i].seconds[next_iter[i]])
-        q = [(losses[i][0] - losses[i][-1]) / total[i] if total[i] > 0 else 1.0 for i in running]
+        q = [normalised_quality(losses[i][0], low[i], total[i]) for i in running]
         quality_t.append(t)
         quality.append(float(np.mean(q)) if q else math.nan)
         alloc = allocator.allocate([states[i] for i in running], num_slots) if running else {}
@@ -299,7 +331,9 @@ def simulate_sharing(
         for i in running:
             s = min(int(alloc.get(jobs[i].job_id, 0)), jobs[i].max_slots)
             if s > 0:
+                seen = len(losses[i])
                 _run(jobs[i], states[i], s, t, end, i, next_iter, done_frac, finished, times[i], losses[i])
+                low[i] = min([low[i], *losses[i][seen:]])
         t = end
     time_to = {
         frac: np.array(

@@ -125,7 +125,7 @@ def test_full_disk_is_one_line_naming_the_file_and_the_old_file_stays(tmp_path, 
     monkeypatch.setattr(os, "replace", full)
     with pytest.raises(InputError) as e:
         atomic.write_text(str(path), "new\n")
-    assert str(e.value).startswith(f"{path}: cannot write ({os.strerror(code)})")
+    assert str(e.value).startswith(f"{path}: cannot write 4 bytes ({os.strerror(code)})")
     assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["out.txt"]  # no temporary file left
 
 

@@ -28,12 +28,31 @@ def test_a_job_past_its_knee_yields_once_per_tenth_of_its_fair_service():
     old = _job("old", _converged, 30, 40)
     young = _job("young", lambda k: 10.0 - 0.1 * k, 5, 100)
     assert old.fitted_progress() > 0.999
-    knee = KneeAllocator(yield_share=0.1)
+    knee = KneeAllocator(yield_share=0.1, run_yield_share=1.0)  # the run's guard off: the job's ledger alone
     got = [knee.allocate([old, young], 6) for _ in range(22)]
     yielded = [n + 1 for n, a in enumerate(got) if a == {"old": 0, "young": 6}]
     assert yielded == [2, 12, 22]
     assert all(a == {"old": 3, "young": 3} for n, a in enumerate(got) if n + 1 not in yielded)
     assert knee.given_up["old"] == 9 and knee.fair_service["old"] == 66  # 9 / 66 = 13.6%: 3 of it this epoch
+
+
+def test_the_run_guard_switches_to_fair_when_a_yield_would_cost_the_promise():
+    # The same two jobs, the job's own bound off (yield_share 1): only the run's guard limits "old".
+    # Fair is 3 + 3 each allocation (6 fair slot-epochs); a yield gives up 3. With the guard at 30%,
+    # allocation n yields when (given up so far + 3) / 6 n < 0.3: with G given up, first n > (G + 3) / 1.8:
+    # n = 2 (G = 0; "old" had no fair service at n = 1), 4 (G = 3), 6 (G = 6), 7, 9, 11, 12.
+    old = _job("old", _converged, 30, 40)
+    young = _job("young", lambda k: 10.0 - 0.1 * k, 5, 100)
+    knee = KneeAllocator(yield_share=1.0, run_yield_share=0.3)
+    got = []
+    for _ in range(12):
+        got.append(knee.allocate([old, young], 6))
+        assert knee.run_yield() < 0.3  # the prediction never reaches the guard's share
+    assert [n + 1 for n, a in enumerate(got) if a == {"old": 0, "young": 6}] == [2, 4, 6, 7, 9, 11, 12]
+    assert all(a in ({"old": 3, "young": 3}, {"old": 0, "young": 6}) for a in got)
+    # With the default 1%, two jobs never yield: one epoch's yield is a quarter of the run's service.
+    knee = KneeAllocator(yield_share=1.0)
+    assert all(knee.allocate([old, young], 6) == {"old": 3, "young": 3} for _ in range(12))
 
 
 def test_jobs_whose_knee_cannot_be_told_keep_exactly_their_fair_share():

@@ -55,7 +55,7 @@ def test_replay_writes_a_live_runs_outputs(tmp_path):
     [
         (["--jobs=bench/data/search_trace.csv"], "a jobs file is a Python config file (.py); replay a trace CSV"),
         ([], "give exactly one of --jobs"),
-        (["--trace=missing.csv"], "missing.csv: cannot read trace"),
+        (["--trace=missing.csv"], "cannot read trace: missing.csv: no such trace file"),
     ],
 )
 def test_bad_inputs_are_one_line_exit_2(tmp_path, args, message):

@@ -32,4 +32,4 @@ def test_resume_with_other_settings_is_refused(tmp_path, capsys):
     assert call("placer.search_main", *args, "--slots=4") == 0
     capsys.readouterr()
     assert call("placer.search_main", *args, "--slots=3", "--resume") == 2
-    assert "replayed with slots=4, this run has 3" in capsys.readouterr().err
+    assert "changed since: slots (4, this run 3);" in capsys.readouterr().err

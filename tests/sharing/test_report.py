@@ -49,6 +49,6 @@ def test_table_keeps_whole_names_and_comparison_has_its_sign():
     assert "a-rather-long-search-name" in text and "9.0" in text
     lines = report.compare_to_fair({"fair": _summary("fair", 10.0, 0.7), "slaq": _summary("slaq", 12.0, 0.6)})
     assert lines == (
-        "slaq: mean time to 90% 12.0 s, 20.0% slower than fair (10.0 s), over the 1 jobs that reached 90% "
+        "slaq: mean time to 90% 12.0 s, 20.00% slower than fair (10.0 s), over the 1 jobs that reached 90% "
         "under both; average normalised quality 0.600, 14.3% lower than fair (0.700)"
     )

@@ -24,7 +24,7 @@ def test_times_are_compared_on_the_jobs_that_reached_90_percent_under_both():
     slaq = _summary("slaq", {"a": 8.0, "b": 1.0}, 0.5)
     line = report.compare_to_fair({"fair": fair, "slaq": slaq})
     assert line == (
-        "slaq: mean time to 90% 8.00 s, 20.0% sooner than fair (10.0 s), over the 1 jobs that reached 90% "
+        "slaq: mean time to 90% 8.00 s, 20.00% sooner than fair (10.0 s), over the 1 jobs that reached 90% "
         "under both; average normalised quality 0.500, the same as fair (0.500)"
     )
 
