@@ -36,7 +36,8 @@ def console_scripts() -> list[tuple[str, str]]:
 
 
 def help_text(command: str, target: str) -> str:
-    """Returns what `command --help` prints, the script's own path replaced by its name."""
+    """Returns what `command --help` prints, the script's own path replaced by its name and the checkout's
+    folder left out of the paths it names."""
     module, function = target.split(":")
     code = f"import sys; sys.argv[0] = {command!r}; from {module} import {function}; {function}()"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), COLUMNS="80")
@@ -44,6 +45,7 @@ def help_text(command: str, target: str) -> str:
         [sys.executable, "-c", code, "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     text = done.stdout if done.stdout.strip() else done.stderr
+    text = text.replace(ROOT + os.sep, "")  # defaults inside the checkout read as the same relative path anywhere
     return re.sub(r"^\S*" + re.escape(command) + ":$", command + ":", text, flags=re.M).rstrip() + "\n"
 
 
