@@ -32,12 +32,12 @@ import os
 from absl import flags
 from ml_collections import config_flags
 
-from placer import cli
+from placer import cli, cli_flags
 from placer.core import atomic, fmt
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
-_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
+_MODEL, _BATCH_SIZE = cli_flags.define_model_flags(__name__)
 _PLACEMENT = flags.DEFINE_string("placement", None, "Placement JSON file (docs/formats.md).")
 _DEVICE_MAP = flags.DEFINE_string(
     "device_map", None, "Retarget devices: SOURCE=TARGET pairs, comma-separated, e.g. /device:GPU:0=/device:CPU:1."
@@ -55,13 +55,17 @@ _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing --report
 
 def main(argv: list[str]) -> None:
     del argv
-    config = cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
+    config = cli_flags.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
     if config is None or _PLACEMENT.value is None:
         raise InputError("give --config=configs/MODEL.py (or --model=FILE.py:FUNCTION) and --placement=FILE")
     if _STEPS.value < 1:
         raise InputError(f"--steps: need at least 1, got {_STEPS.value}")
     if _REPORT.value:
-        inputs = {"placement": _PLACEMENT.value, "config": cli.config_file(_CONFIG), "model": cli.model_file(_MODEL)}
+        inputs = {
+            "placement": _PLACEMENT.value,
+            "config": cli.config_file(_CONFIG),
+            "model": cli_flags.model_file(_MODEL),
+        }
         atomic.check_output_file(_REPORT.value, "report", overwrite=_OVERWRITE.value, inputs=inputs)
     num_cpus = _LOGICAL_CPUS.value or 1
     if num_cpus < 1:

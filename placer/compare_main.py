@@ -29,13 +29,13 @@ import sys
 from absl import flags
 from ml_collections import config_flags
 
-from placer import cli
+from placer import cli, cli_flags
 from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
-_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
-_GRAPH, _CLUSTER, _MEASURE, _SEED = cli.define_flags(
+_MODEL, _BATCH_SIZE = cli_flags.define_model_flags(__name__)
+_GRAPH, _CLUSTER, _MEASURE, _SEED = cli_flags.define_flags(
     __name__, "graph", "cluster", "measure", "seed", notes={"seed": "Passed to every baseline."}
 )
 _METHODS = flags.DEFINE_string("methods", "all", "'all' or comma-separated baseline names (baselines/registry).")
@@ -72,6 +72,7 @@ def main(argv: list[str]) -> None:
     del argv
     from graphs import pipeline  # noqa: PLC0415
     from placer.compare import compare_lib, exact_row  # noqa: PLC0415
+    from placer.compare import reference as reference_lib  # noqa: PLC0415
     from placer.measure import (
         bounds,  # noqa: PLC0415
         registry,  # noqa: PLC0415
@@ -81,15 +82,15 @@ def main(argv: list[str]) -> None:
     if _TIMELINE.value and not _OUT.value:
         raise InputError("--timeline needs --out")
     inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "placements": _PLACEMENTS.value}
-    inputs.update(reference=_REFERENCE.value, config=cli.config_file(_CONFIG), model=cli.model_file(_MODEL))
+    inputs.update(reference=_REFERENCE.value, config=cli.config_file(_CONFIG), model=cli_flags.model_file(_MODEL))
     if _OUT.value:
         atomic.check_output_dir(_OUT.value, "out", overwrite=_OVERWRITE.value, owned=OUTPUTS, inputs=inputs)
-    config = cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
+    config = cli_flags.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
     if (config is None) == (_GRAPH.value is None):
         raise InputError("give exactly one of --config (or --model) and --graph")
-    spec = cli.cluster_spec(_CLUSTER.value, config)
+    spec = cli_flags.cluster_spec(_CLUSTER.value, config)
     cluster = cli.load_cluster(spec)
-    paths, methods = compare_lib.with_reference(_PLACEMENTS.value, methods, _REFERENCE.value)
+    paths, methods = reference_lib.with_reference(_PLACEMENTS.value, methods, _REFERENCE.value)
     given = compare_lib.load_placements(paths)
     budget = compare_lib.search_budget(_SEARCH_BUDGET.value, given)
     loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim")
@@ -113,8 +114,8 @@ def main(argv: list[str]) -> None:
     )
     bound = bounds.bound(graph, cluster)
     if _REFERENCE.value is None:  # the expert's, unless it has no placement here: then the fastest baseline
-        reference, said = compare_lib.choose_reference(rows, reference)
-        rows = compare_lib.relative_to(rows, reference)
+        reference, said = reference_lib.choose_reference(rows, reference)
+        rows = reference_lib.relative_to(rows, reference)
     else:
         said = f"reference: {reference} (--reference)"
     print(

@@ -20,12 +20,12 @@ from __future__ import annotations
 from absl import flags
 from ml_collections import config_flags
 
-from placer import cli
+from placer import cli, cli_flags
 from placer.core import atomic, io
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
-_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
+_MODEL, _BATCH_SIZE = cli_flags.define_model_flags(__name__)
 _METAGRAPH = flags.DEFINE_string("metagraph", None, "MetaGraphDef file (binary or text) instead of --config.")
 _NAME = flags.DEFINE_string("name", None, "Graph name for --metagraph (default: the file name).")
 _OUT = flags.DEFINE_string("out", None, "Write the extracted graph here as graph JSON (.gz = gzip).")
@@ -35,7 +35,7 @@ _COSTS = flags.DEFINE_enum(
     ["grappler", "profile", "none"],
     "Op costs to attach: Grappler's model of each device type of --cluster, times profiled on this machine, or none.",
 )
-_GRAPH, _CLUSTER = cli.define_flags(
+_GRAPH, _CLUSTER = cli_flags.define_flags(
     __name__,
     "graph",
     "cluster",
@@ -74,17 +74,17 @@ def main(argv: list[str]) -> None:
     if _OUT.value:
         inputs = {"graph": _GRAPH.value, "metagraph": _METAGRAPH.value, "cluster": _CLUSTER.value}
         inputs["config"] = cli.config_file(_CONFIG)
-        inputs["model"] = cli.model_file(_MODEL)
+        inputs["model"] = cli_flags.model_file(_MODEL)
         atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value, inputs=inputs)
     from graphs import extract_lib  # noqa: PLC0415
 
     if _DEVICES.value is not None and _DEVICES.value <= 0:
         raise InputError(f"--devices must be positive, got {_DEVICES.value}")
     config = None if _CONFIG.value is None else cli.loaded_config(_CONFIG.value)
-    config = cli.with_model(config, _MODEL, _BATCH_SIZE)
+    config = cli_flags.with_model(config, _MODEL, _BATCH_SIZE)
     if sum(1 for s in (config is not None, _METAGRAPH.value, _GRAPH.value) if s) != 1:
         raise InputError("give exactly one of --config (or --model), --metagraph, --graph")
-    spec = cli.cluster_spec(_CLUSTER.value, config)
+    spec = cli_flags.cluster_spec(_CLUSTER.value, config)
     cluster = cli.load_cluster(spec)
     if _GRAPH.value:
         if flags.FLAGS["costs"].present:

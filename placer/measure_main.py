@@ -20,13 +20,13 @@ from __future__ import annotations
 from absl import flags
 from ml_collections import config_flags
 
-from placer import cli
+from placer import cli, cli_flags
 from placer.core import atomic
 from placer.core.errors import InputError
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
-_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
-_GRAPH, _CLUSTER, _MEASURE = cli.define_flags(__name__, "graph", "cluster", "measure")
+_MODEL, _BATCH_SIZE = cli_flags.define_model_flags(__name__)
+_GRAPH, _CLUSTER, _MEASURE = cli_flags.define_flags(__name__, "graph", "cluster", "measure")
 _PLACEMENT = flags.DEFINE_string("placement", None, "Placement JSON file (docs/formats.md).")
 _BASELINE = flags.DEFINE_string("baseline", None, "Instead of --placement: a baseline method (baselines/registry).")
 _TRACE = flags.DEFINE_string("trace", None, "Write a Chrome trace of the simulated step here (--measure=sim).")
@@ -39,15 +39,15 @@ def main(argv: list[str]) -> None:
     from placer.measure import measure_lib, registry  # noqa: PLC0415
 
     measure_lib.check_flags(_MEASURE.value, _TRACE.value is not None, _PLACEMENT.value, _BASELINE.value)
-    config = cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
+    config = cli_flags.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
     if (config is None) == (_GRAPH.value is None):
         raise InputError("give exactly one of --config (or --model) and --graph")
     if _TRACE.value:
         inputs = {"graph": _GRAPH.value, "placement": _PLACEMENT.value, "cluster": _CLUSTER.value}
         inputs["config"] = cli.config_file(_CONFIG)
-        inputs["model"] = cli.model_file(_MODEL)
+        inputs["model"] = cli_flags.model_file(_MODEL)
         atomic.check_output_file(_TRACE.value, "trace", overwrite=_OVERWRITE.value, inputs=inputs)
-    cluster = cli.load_cluster(cli.cluster_spec(_CLUSTER.value, config))
+    cluster = cli.load_cluster(cli_flags.cluster_spec(_CLUSTER.value, config))
     loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
     if _PLACEMENT.value:

@@ -19,14 +19,14 @@ in one line (exit status 2).
 from absl import flags
 from ml_collections import config_flags
 
-from placer import cli
+from placer import cli, cli_flags
 
 DEFAULT_SAMPLES = 64  # sampled placements without --samples or --max_seconds
 
 _POLICY = flags.DEFINE_string("policy", None, "Policy folder written by placer-pretrain.", required=True)
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:layers=8.")
-_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
-_GRAPH, _CLUSTER, _SEED = cli.define_flags(
+_MODEL, _BATCH_SIZE = cli_flags.define_model_flags(__name__)
+_GRAPH, _CLUSTER, _SEED = cli_flags.define_flags(
     __name__, "graph", "cluster", "seed", notes={"graph": "Also gen:FAMILY:OPS:SEED, a generated graph."}
 )
 _SAMPLES = flags.DEFINE_integer(
@@ -59,7 +59,7 @@ def main(argv):
 
     inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "policy": _POLICY.value}
     inputs["config"] = cli.config_file(_CONFIG)
-    inputs["model"] = cli.model_file(_MODEL)
+    inputs["model"] = cli_flags.model_file(_MODEL)
     atomic.check_output_file(_OUT.value, "out", overwrite=_OVERWRITE.value, inputs=inputs)
     from placer.rl import methods, place_lib, transfer_lib  # noqa: PLC0415 (imports TensorFlow)
 
@@ -78,12 +78,12 @@ def main(argv):
         raise InputError(f"--samples must be at least 0, got {_SAMPLES.value}")
     if _MAX_SECONDS.value is not None and _MAX_SECONDS.value < 0:
         raise InputError(f"--max_seconds must be at least 0, got {_MAX_SECONDS.value}")
-    given = cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
+    given = cli_flags.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
     if (given is None) == (_GRAPH.value is None):
         raise InputError("give exactly one of --config (or --model) and --graph")
     policy, _ = transfer_lib.load_policy(_POLICY.value)
     config = cli.config_or_default(given, _GRAPH.value)
-    cluster = cli.load_cluster(cli.cluster_spec(_CLUSTER.value, config))
+    cluster = cli.load_cluster(cli_flags.cluster_spec(_CLUSTER.value, config))
     if _GRAPH.value is not None:
         source = _GRAPH.value
         graph = transfer_lib.load_spec(source, cluster)
@@ -101,7 +101,7 @@ def main(argv):
     else:
         transfer_lib.make_task(graph, cluster, config.placer, None, source)  # the policy can read the graph
         result = place_lib.search(
-            _POLICY.value, graph, cli.cluster_spec(_CLUSTER.value, config), config, method=_METHOD.value,
+            _POLICY.value, graph, cli_flags.cluster_spec(_CLUSTER.value, config), config, method=_METHOD.value,
             budget=_MAX_PLACEMENTS.value, seed=_SEED.value, max_seconds=_MAX_SECONDS.value, progress=_PROGRESS.value,
         )  # fmt: skip
         how = f"best of {result['placements']} placements {_METHOD.value} measured from the policy"

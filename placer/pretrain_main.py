@@ -12,7 +12,7 @@ held-out lists), WORKDIR/checkpoints/ and WORKDIR/tensorboard/.
 from absl import flags
 from ml_collections import config_flags
 
-from placer import cli
+from placer import cli, cli_flags
 from placer.core import configs_util
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -25,10 +25,10 @@ _MAX_MINUTES = flags.DEFINE_float(
     "Stop after this many minutes of wall time (0 = no limit), as placer-train does.",
     lower_bound=0.0,
 )
-_WORKDIR, _SEED, _RESUME, _PROGRESS = cli.define_flags(
+_WORKDIR, _SEED, _RESUME, _PROGRESS = cli_flags.define_flags(
     __name__, "workdir", "seed", "resume", "progress", required=["workdir"], notes={"workdir": "The policy's."}
 )
-_ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
+_ENGINE, _WORKERS, _RAY_ADDRESS = cli_flags.define_engine_flags(__name__)
 
 WRITES = ("policy.json", "checkpoints", "tensorboard")  # what --workdir receives
 
@@ -39,7 +39,7 @@ def main(argv):
 
     locks.claim_workdir(_WORKDIR.value, inputs={"config": cli.config_file(_CONFIG)}, owned=WRITES)
     config = _CONFIG.value
-    cli.set_engine(config, _ENGINE, _WORKERS, _RAY_ADDRESS)
+    cli_flags.set_engine(config, _ENGINE, _WORKERS, _RAY_ADDRESS)
     from placer.rl import pretrain_lib  # noqa: PLC0415 (imports TensorFlow)
 
     with stop.on_signals() as request:  # SIGINT/SIGTERM: pretraining ends after its step and saves

@@ -37,7 +37,7 @@ job's model config.
 
 from absl import flags
 
-from placer import cli
+from placer import cli, cli_flags
 from placer.core.errors import InputError
 from placer.sharing.allocators import ALLOCATORS, OBJECTIVES
 from placer.sharing.report import DEFAULT_LOSS, LOSSES
@@ -67,7 +67,7 @@ _LOSS = flags.DEFINE_enum(
     f"or the REINFORCE moving-average baseline. Default {DEFAULT_LOSS}: the one SLAQ allocated best with "
     "(BENCHMARKS.md, 'SLAQ: which loss signal').",
 )
-_ENGINE, _RAY_ADDRESS = cli.define_flags(__name__, "engine", "ray_address")
+_ENGINE, _RAY_ADDRESS = cli_flags.define_flags(__name__, "engine", "ray_address")
 _LOCKSTEP = flags.DEFINE_bool(
     "lockstep",
     None,
@@ -77,10 +77,10 @@ _LOCKSTEP = flags.DEFINE_bool(
     "slots a search holds at each iteration depend on how fast the threads ran, so runs differ slightly. "
     "Default: on with --engine=inprocess, off with --engine=ray.",
 )
-_MEASURE, _WORKDIR = cli.define_flags(
+_MEASURE, _WORKDIR = cli_flags.define_flags(
     __name__, "measure", "workdir", required=["workdir"], notes={"measure": "How every slot measures a placement."}
 )
-_RESUME = cli.define_resume(
+_RESUME = cli_flags.define_resume(
     "Continue a stopped or killed run in --workdir (same jobs and flags) from its searches' last checkpoints; "
     "with --trace, the allocators already replayed are read back and the others replayed from their start.",
     __name__,

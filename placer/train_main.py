@@ -13,7 +13,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from configs import common
-from placer import cli
+from placer import cli, cli_flags
 from placer.core import locks, stop
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -22,8 +22,8 @@ _CONFIG = config_flags.DEFINE_config_file(
     "Model config file, e.g. configs/nmt.py or configs/nmt.py:tiny (default: configs/common.py, the search "
     "settings without a model, for --graph); any field can be overridden, e.g. --config.placer.train.steps=10.",
 )
-_MODEL, _BATCH_SIZE = cli.define_model_flags(__name__)
-_GRAPH, _CLUSTER, _MEASURE, _WORKDIR, _SEED, _PROGRESS = cli.define_flags(
+_MODEL, _BATCH_SIZE = cli_flags.define_model_flags(__name__)
+_GRAPH, _CLUSTER, _MEASURE, _WORKDIR, _SEED, _PROGRESS = cli_flags.define_flags(
     __name__,
     "graph", "cluster", "measure", "workdir", "seed", "progress",
     required=["workdir"],
@@ -41,7 +41,7 @@ _MAX_PLACEMENTS = flags.DEFINE_integer(
     0,
     "Stop after this many measured placements in all, counting a warm start's baselines (0 = no limit).",
 )
-_RESUME = cli.define_resume("Continue the search saved in --workdir, if made from the same inputs.", __name__)
+_RESUME = cli_flags.define_resume("Continue the search saved in --workdir, if made from the same inputs.", __name__)
 _MAX_MINUTES = flags.DEFINE_float(
     "max_minutes", 0.0, "Stop training after this many minutes of wall time (0 = no limit); results are still written."
 )
@@ -57,7 +57,7 @@ _INIT_FROM = flags.DEFINE_string(
     + ". seq2seq fine-tunes the policy, the others of its list start from its placements' device shares. "
     "Other methods take none.",
 )
-_ENGINE, _WORKERS, _RAY_ADDRESS = cli.define_engine_flags(__name__)
+_ENGINE, _WORKERS, _RAY_ADDRESS = cli_flags.define_engine_flags(__name__)
 
 WRITES = (
     "run.json", "history.json", "curve.csv", "summary.json", "best_placement.json", "checkpoints", "tensorboard",
@@ -68,9 +68,9 @@ WRITES = (
 def main(argv):
     del argv
     inputs = {"graph": _GRAPH.value, "cluster": _CLUSTER.value, "init_from": _INIT_FROM.value}
-    inputs["model"] = cli.model_file(_MODEL)
+    inputs["model"] = cli_flags.model_file(_MODEL)
     locks.claim_workdir(_WORKDIR.value, inputs=inputs, owned=WRITES)
-    config = cli.config_or_default(cli.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE), _GRAPH.value)
+    config = cli.config_or_default(cli_flags.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE), _GRAPH.value)
     if config.placer.train.get("method") == "exact":
         from placer.measure import exact  # noqa: PLC0415 (OR-Tools, which must load before TensorFlow)
 
@@ -81,7 +81,7 @@ def main(argv):
         config.cluster = _CLUSTER.value
     if _MEASURE.value:
         config.measure = _MEASURE.value
-    cli.set_engine(config, _ENGINE, _WORKERS, _RAY_ADDRESS)
+    cli_flags.set_engine(config, _ENGINE, _WORKERS, _RAY_ADDRESS)
     with stop.on_signals() as request:  # SIGINT/SIGTERM: the search ends after its step and saves
         summary = train_lib.run(
             config,

@@ -18,7 +18,6 @@ import tf_keras as keras
 import tqdm
 
 from placer.core import atomic, fmt, stop
-from placer.core.errors import InputError
 from placer.core.heartbeat import Heartbeat
 from placer.core.placement import Placement
 from placer.rl import policy as policy_lib
@@ -27,6 +26,7 @@ from placer.rl.problem import Problem
 from placer.rl.rl_math import use_xla
 from placer.rl.run_files import (  # noqa: F401 (seed_everything, step_line re-exported)
     Summaries,
+    checkpoint_to_restore,
     curve_csv,
     read_history,
     restore_intact,
@@ -128,26 +128,7 @@ class Trainer:
           InputError: no checkpoint (of `step`), a corrupt one, or one made for another
             graph or device list.
         """
-        info_path = os.path.join(self.workdir, "run.json")
-        latest = self.manager.latest_checkpoint
-        if step is not None and latest is not None:
-            kept = [p for p in self.manager.checkpoints if p.rsplit("-", 1)[-1] == str(step)]
-            if not kept:
-                raise InputError(f"{self.manager.directory}: no checkpoint of step {step} kept; cannot resume exactly")
-            latest = kept[0]
-        if latest is None or not os.path.exists(info_path):
-            raise InputError(f"{self.workdir}: nothing to resume (no checkpoint)")
-        try:
-            with open(info_path) as f:
-                info = json.load(f)
-        except (OSError, ValueError) as e:
-            raise InputError(f"{info_path}: corrupt run file ({e})") from None
-        mine = self.run_info()
-        for key in ("fingerprint", "num_groups", "devices"):
-            if info.get(key) != mine[key]:
-                raise InputError(
-                    f"{latest}: checkpoint made for another {key} ({info.get(key)!r}, this run has {mine[key]!r})"
-                )
+        latest = checkpoint_to_restore(self.manager, self.workdir, step, self.run_info())
         restore_intact(self.checkpoint, self.manager, latest, fall_back=step is None)
         step = int(self.step.numpy())
         # history.json is written before the checkpoint: a kill in between leaves steps the checkpoint

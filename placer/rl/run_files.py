@@ -175,3 +175,37 @@ def checkpoint_bytes(manager, variables) -> int:
             if f.startswith(prefix)
         )
     return int(sum(np.prod(v.shape) * v.dtype.size for v in variables))
+
+
+def checkpoint_to_restore(manager, workdir: str, step: int | None, mine: dict) -> str:
+    """The checkpoint a resumed run restores: the latest, or the one saved at `step` (one of those kept).
+
+    Args:
+      manager: the run's tf.train.CheckpointManager.
+      workdir: the run's folder (its run.json says what the checkpoints were made for).
+      step: the step whose checkpoint to restore (placer-search's exact resume); None: the latest.
+      mine: this run's run.json fields (fingerprint, num_groups, devices), which the saved ones must match.
+
+    Raises:
+      InputError: no checkpoint (of `step`), a corrupt run file, or one made for another graph or device list.
+    """
+    info_path = os.path.join(workdir, "run.json")
+    latest = manager.latest_checkpoint
+    if step is not None and latest is not None:
+        kept = [p for p in manager.checkpoints if p.rsplit("-", 1)[-1] == str(step)]
+        if not kept:
+            raise InputError(f"{manager.directory}: no checkpoint of step {step} kept; cannot resume exactly")
+        latest = kept[0]
+    if latest is None or not os.path.exists(info_path):
+        raise InputError(f"{workdir}: nothing to resume (no checkpoint)")
+    try:
+        with open(info_path) as f:
+            info = json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{info_path}: corrupt run file ({e})") from None
+    for key in ("fingerprint", "num_groups", "devices"):
+        if info.get(key) != mine[key]:
+            raise InputError(
+                f"{latest}: checkpoint made for another {key} ({info.get(key)!r}, this run has {mine[key]!r})"
+            )
+    return latest
