@@ -72,7 +72,10 @@ class Trainer:
         if self.tc.lr_decay_steps > 0:
             lr = keras.optimizers.schedules.ExponentialDecay(lr, self.tc.lr_decay_steps, self.tc.lr_decay_rate)
         self.optimizer = keras.optimizers.Adam(lr, global_clipnorm=self.tc.clip_norm)
-        self._update = tf.function(self._update_step, reduce_retracing=True, jit_compile=self.uses_xla())
+        batch = tf.TensorSpec([None], tf.float32)  # one trace whatever the batch size (slots vary under SLAQ)
+        signature = [tf.TensorSpec([None, problem.num_groups], tf.int32), batch, batch, batch]
+        signature += [tf.TensorSpec([], tf.bool), batch, tf.TensorSpec([], tf.float32)]
+        self._update = tf.function(self._update_step, input_signature=signature, jit_compile=self.uses_xla())
         self.step = tf.Variable(0, dtype=tf.int64, name="step")
         self.baseline = tf.Variable(0.0, dtype=tf.float64, name="baseline")
         self.has_baseline = tf.Variable(False, name="has_baseline")

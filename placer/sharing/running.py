@@ -86,6 +86,9 @@ class Search:
         self.lockstep_s = 0.0
         self.turns = 0  # iterations granted and not yet finished (lockstep)
         self.resume_at: dict | None = None  # lockstep resume: the search at the end of the last whole epoch
+        # Lockstep resume: (iteration, loss, seconds, slots) of an iteration saved in the epoch the kill cut
+        # short; the epoch is run again, and this search spends its turn in it reporting that iteration.
+        self.deferred: list[tuple[int, float, float, int]] = []
 
     def record(self) -> dict:
         """What the run keeps of this search at the end of an epoch (run_state.json), to resume exactly there."""
@@ -129,7 +132,7 @@ class Search:
                 self._finish(t0, "done")
                 self.curve.end_s = float(at["end_s"])
                 return
-        if first >= spec.steps or (first and self.loop.learner.finished()):
+        if not self.deferred and (first >= spec.steps or (first and self.loop.learner.finished())):
             self._finish(t0, "done")
             return
         self.thread = threading.Thread(target=self._loop, args=(t0, first), daemon=True, name=f"search-{self.name}")
@@ -152,8 +155,13 @@ class Search:
             raise InputError(f"{path}: cannot resume from it ({one_line(e)})") from None
         if len(c.losses) != step:
             raise InputError(f"{path}: {len(c.losses)} iterations recorded, the checkpoint has {step}")
+        # In lockstep the run's last whole epoch may end an iteration earlier than the search's checkpoint.
+        kept = step if self.resume_at is None else min(step, int(self.resume_at["iterations"]))
         for it, (loss, secs, slots) in enumerate(zip(c.losses, c.seconds, c.slots, strict=True)):
-            self.state.report(it, loss, None if it == 0 else secs, slots)
+            if it < kept:
+                self.state.report(it, loss, None if it == 0 else secs, slots)
+            else:
+                self.deferred.append((it, loss, secs, slots))
         return step
 
     def _save_curve(self) -> None:
@@ -182,8 +190,31 @@ class Search:
         best = float(self.loop.best_t)
         return search_report.search_loss(self.loss_kind, mean_loss, best, baseline), best
 
+    def _end_turn(self, t0: float, last: bool) -> None:
+        """Lockstep: this search's turn in the epoch is over (and the search too when `last`)."""
+        if last:  # done before its turn ends: the next epoch knows
+            self._finish(t0, "done")
+        with self.lock:
+            self.turns -= 1
+            self.lock.notify_all()
+
+    def _replay_deferred(self, t0: float) -> bool:
+        """Spends the turns of the epochs run again on the iterations saved in them; True when the search ended."""
+        for it, loss, secs, slots in self.deferred:
+            if self._wait_slots() is None:
+                return True
+            with self.lock:
+                self.state.report(it, loss, None if it == 0 else secs, slots)
+            last = it + 1 == self.prep.spec.steps or self.loop.learner.finished()
+            self._end_turn(t0, last)
+            if last:
+                return True
+        return False
+
     def _loop(self, t0: float, first: int) -> None:
         try:
+            if self._replay_deferred(t0):
+                return
             for it in range(first, self.prep.spec.steps):
                 slots = self._wait_slots()
                 if slots is None:
@@ -205,11 +236,7 @@ class Search:
                 self.loop.save(self.wall0)  # the loop's state, the method's checkpoint, best_placement.json
                 last = it + 1 == self.prep.spec.steps or self.loop.learner.finished()
                 if self.lockstep_s > 0:
-                    if last:  # done before its turn ends: the next epoch knows
-                        self._finish(t0, "done")
-                    with self.lock:
-                        self.turns -= 1
-                        self.lock.notify_all()
+                    self._end_turn(t0, last)
                 if last:
                     break
             if self.stop and len(self.curve.losses) < self.prep.spec.steps:

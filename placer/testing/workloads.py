@@ -36,15 +36,24 @@ def chains_graph(name: str, chains: int, length: int, seconds: float) -> OpGraph
     )
 
 
-def write_workload(folder, *, steps=5, arrivals=(0.0, 0.0, 0.2), job_fields="", top_fields="") -> str:
+METHODS = ("seq2seq", "annealing_warm", "random_search")
+
+
+def write_workload(
+    folder, *, steps=5, arrivals=(0.0, 0.0, 0.2), job_fields="", top_fields="", methods=METHODS
+) -> str:
     """Writes three chain graphs and a jobs file of three searches on k80x2 into `folder`.
+
+    Only the first search learns a policy by default: the others take no
+    TensorFlow tracing, so a run starts in seconds.
 
     Args:
       folder: where the files go.
-      steps: policy steps per search.
+      steps: iterations per search.
       arrivals: [3] arrival time of each search, seconds after the start.
       job_fields: extra `job(...)` keyword arguments, text starting with ", "; or [3] such texts, one per job.
       top_fields: a statement setting top-level fields of the config (`c.x = ...`).
+      methods: [3] each search's method (placer.rl.methods).
 
     Returns:
       The jobs file's path.
@@ -55,7 +64,7 @@ def write_workload(folder, *, steps=5, arrivals=(0.0, 0.0, 0.2), job_fields="", 
         p = os.path.join(str(folder), f"g{i}.graph.json")
         graph_io.save(chains_graph(f"g{i}", chains, length, 0.01 * (i + 1)), p)
         lines.append(
-            f"        job(name='s{i}', graph={p!r}, arrival_s={arrivals[i]}, steps={steps}, seed={i}{per_job[i]}),"
+            f"        job(name='s{i}', graph={p!r}, arrival_s={arrivals[i]}, steps={steps}, seed={i}, method={methods[i]!r}{per_job[i]}),"
         )
     text = (
         textwrap.dedent("""\

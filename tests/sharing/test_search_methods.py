@@ -18,8 +18,7 @@ METHODS = {"s0": "seq2seq", "s1": "annealing_warm", "s2": "random_search"}
 
 def write_jobs(folder) -> str:
     """placer.testing.workloads' three searches of 4 steps, one per method, all arriving at once."""
-    fields = [f", method={m!r}" for m in METHODS.values()]
-    return write_workload(folder, steps=4, arrivals=(0.0, 0.0, 0.0), job_fields=fields)
+    return write_workload(folder, steps=4, arrivals=(0.0, 0.0, 0.0), methods=tuple(METHODS.values()))
 
 
 def run(work, workdir):
@@ -68,7 +67,7 @@ def test_a_job_names_a_known_method_as_a_string(tmp_path):
     path = write_jobs(tmp_path)
     (tmp_path / "bad").mkdir()
     with pytest.raises(InputError, match="job 's0': method: must be a string"):
-        search_jobs.load_workload(write_workload(tmp_path / "bad", job_fields=", method=3"))
+        search_jobs.load_workload(write_workload(tmp_path / "bad", methods=(3, "seq2seq", "seq2seq")))
     work = search_jobs.load_workload(path)
     work.jobs[1].config.placer.train.method = "annealing_hot"
     with pytest.raises(InputError, match="job 's1': --config.placer.train.method: unknown method 'annealing_hot'"):
