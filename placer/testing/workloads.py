@@ -39,9 +39,7 @@ def chains_graph(name: str, chains: int, length: int, seconds: float) -> OpGraph
 METHODS = ("seq2seq", "annealing_warm", "random_search")
 
 
-def write_workload(
-    folder, *, steps=5, arrivals=(0.0, 0.0, 0.2), job_fields="", top_fields="", methods=METHODS
-) -> str:
+def write_workload(folder, *, steps=5, arrivals=(0.0, 0.0, 0.2), job_fields="", top_fields="", methods=METHODS) -> str:
     """Writes three chain graphs and a jobs file of three searches on k80x2 into `folder`.
 
     Only the first search learns a policy by default: the others take no

@@ -60,8 +60,9 @@ def test_session_slots_survive_a_killed_actor(local_ray, tmp_path):
         with open(folder / "history.json") as f:
             history = json.load(f)
         assert len(history) == 4
-        # Every sample ran: real session step times, none failed (the killed actor's were retried).
-        assert all(0 < h["min_step_time"] < 1 and math.isfinite(h["mean_step_time"]) for h in history)
+        # Every sample ran: real session step times (seconds even on a loaded machine, where a failed sample
+        # would count 100 s), none failed (the killed actor's were retried).
+        assert all(0 < h["min_step_time"] < 10 and math.isfinite(h["mean_step_time"]) for h in history)
         assert all(h["failed_fraction"] == 0 for h in history)
         with open(folder / "best_placement.json") as f:
             best = json.load(f)
