@@ -8,8 +8,7 @@ with the same tables and the same comparison against the work-conserving
 fair share. A trace's losses are taken as recorded: no smoothing.
 
 Run:
-  .venv/bin/python -m bench.slaq_replay --trace=bench/data/stress_trace.csv --slots=16 --policy=all \
-      --workdir=runs/replay
+  .venv/bin/python -m bench.slaq_replay --trace=bench/data/stress_trace.csv --slots=16 --policy=all --workdir=runs/replay
 
 A bad trace, flag or workdir is one error line and exit status 2, as with
 the project's binaries; SIGINT or SIGTERM ends the run between allocators,
@@ -21,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -214,11 +214,13 @@ _NORMALISE = flags.DEFINE_enum(
     list(NORMALISERS),
     "SLAQ's normaliser of loss reductions: the largest change so far (SLAQ paper) or the fitted total reduction.",
 )
-(_WORKDIR,) = cli_flags.define_flags(__name__, "workdir", required=["workdir"])
+# The module --help lists flags under: this file's path when run as a script (absl's own choice then).
+_MODULE = sys.argv[0] if __name__ == "__main__" else __name__
+(_WORKDIR,) = cli_flags.define_flags(_MODULE, "workdir", required=["workdir"])
 _RESUME = cli_flags.define_resume(
     "Continue a stopped or killed replay in --workdir (same trace and flags): the allocators already "
     "replayed are read back and the others replayed from their start.",
-    __name__,
+    _MODULE,
 )
 _OVERWRITE = flags.DEFINE_bool(
     "overwrite",
