@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from bench import report
-from placer.sharing.slaq_trace import TraceJob, save_trace
+from bench.slaq_traces import TraceJob, save_trace
 
 OUT = os.path.join(report.ROOT, "bench", "data", "keras_trace.csv")
 BATCH = 512  # global batch, examples

@@ -179,7 +179,7 @@ def _one_thread() -> None:
 
 def main(argv) -> None:
     del argv
-    from placer.sharing.slaq_trace import TraceJob, load_trace, save_trace  # noqa: PLC0415
+    from bench.slaq_traces import TraceJob, load_trace, save_trace  # noqa: PLC0415
 
     todo = [(*job, _STEPS.value) for job in jobs(_JOBS.value)]
     traces: dict[str, list] = {s: [] for s in SIGNALS}

@@ -12,7 +12,7 @@ Three measurements:
    in bursts, at 16, 32 and 64 slots (bench/slaq_sharing.py);
 3. allocation latency against jobs and slots.
 
-It also replays the stress trace as one `placer-search --trace=... --policy=all`
+It also replays the stress trace as one `python -m bench.slaq_replay --policy=all`
 command would, and writes the comparison lines it prints. Each target prints
 met / NOT met.
 
@@ -29,12 +29,11 @@ import sys
 import tempfile
 import time
 
-from bench import report, slaq_data, slaq_predict, slaq_sharing
+from bench import report, slaq_data, slaq_predict, slaq_replay, slaq_sharing
+from bench.slaq_traces import load_trace
 from placer.core import atomic
-from placer.sharing import replay
 from placer.sharing.allocators import ALLOCATORS, KNEE_BUDGET, KNEE_PROGRESS, YIELD_SHARE
 from placer.sharing.slaq import DEFAULT_EPOCH_S
-from placer.sharing.slaq_trace import load_trace
 
 SLOTS = (16, 32, 64)  # pool sizes
 GAIN_SLOTS = 16  # where the median gain of the default allocator is judged
@@ -133,12 +132,14 @@ def latency_lines(lat, jobs_axis, slots_axis) -> list[str]:
 
 
 def replay_command() -> tuple[str, list[str]]:
-    """The replay command and the comparison lines it prints (run here through replay.replay)."""
+    """The replay command and the comparison lines it prints (run here through slaq_replay.replay)."""
     rel = os.path.relpath(slaq_data.STRESS_TRACE, report.ROOT)
-    command = f".venv/bin/placer-search --trace={rel} --slots={REPLAY_SLOTS} --policy=all --workdir=runs/replay"
+    command = (
+        f".venv/bin/python -m bench.slaq_replay --trace={rel} --slots={REPLAY_SLOTS} --policy=all --workdir=runs/replay"
+    )
     out = io.StringIO()
     with tempfile.TemporaryDirectory() as tmp:
-        replay.replay(
+        slaq_replay.replay(
             slaq_data.STRESS_TRACE,
             slots=REPLAY_SLOTS,
             epoch_s=DEFAULT_EPOCH_S,

@@ -16,8 +16,8 @@ import os
 import numpy as np
 
 from bench import report, slaq_stress
+from bench.slaq_traces import TraceJob, load_trace
 from placer.sharing.report import DEFAULT_LOSS, LOSSES
-from placer.sharing.slaq_trace import TraceJob, load_trace
 
 DATA = os.path.join(report.ROOT, "bench", "data")
 SEARCH_TRACE = os.path.join(DATA, "search_trace.csv")  # the mean signal, from bench/search_trace.py

@@ -32,8 +32,8 @@ import numpy as np
 
 from bench import report, slaq_data, slaq_predict, slaq_sharing
 from bench.slaq_data import SIGNAL_TRACES, signal_path, with_best_evaluation  # noqa: F401 (signal_path: bench API)
+from bench.slaq_traces import TraceJob, load_trace
 from placer.sharing.report import DEFAULT_LOSS, LOSSES
-from placer.sharing.slaq_trace import TraceJob, load_trace
 
 SIGNALS = LOSSES
 MAIN_SLOTS = 32  # slots the signals are compared on

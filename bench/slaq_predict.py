@@ -14,10 +14,10 @@ import os
 import numpy as np
 
 from bench import slaq_data, slaq_stress
+from bench.slaq_synthetic import synthetic_workload
+from bench.slaq_traces import TraceJob, load_trace
 from placer.sharing import slaq_curves
 from placer.sharing.report import DEFAULT_LOSS
-from placer.sharing.slaq_trace import TraceJob, load_trace
-from placer.sharing.synthetic import synthetic_workload
 
 AHEAD = 10  # iterations ahead predicted
 PRED_MEDIAN, PRED_P90 = 0.05, 0.15  # targets, fractions of the loss

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from bench import report, slaq_data, slaq_sharing
-from placer.sharing.slaq_trace import load_trace
+from bench.slaq_traces import load_trace
 
 SLOTS = (16, 32)
 POLICIES = ("slaq-safe", "slaq")

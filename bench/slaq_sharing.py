@@ -16,12 +16,11 @@ import time
 
 import numpy as np
 
+from bench.slaq_synthetic import synthetic_workload
+from bench.slaq_traces import TraceJob, horizon, simulate_sharing
 from placer.sharing.allocators import FairAllocator, KneeAllocator, make_allocator
-from placer.sharing.replay import horizon
 from placer.sharing.slaq import DEFAULT_EPOCH_S, SlaqAllocator, greedy_slots
 from placer.sharing.slaq_state import JobState
-from placer.sharing.slaq_trace import TraceJob, simulate_sharing
-from placer.sharing.synthetic import synthetic_workload
 
 
 class OracleAllocator:

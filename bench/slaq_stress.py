@@ -33,7 +33,7 @@ import os
 import numpy as np
 
 from bench import report
-from placer.sharing.slaq_trace import TraceJob, save_trace
+from bench.slaq_traces import TraceJob, save_trace
 
 OUT = os.path.join(report.ROOT, "bench", "data", "stress_trace.csv")
 SEED = 0

@@ -14,8 +14,8 @@ fair at 16 slots and 8.31% at 32 on the stress set, up to 14.24% later, and 12.6
 split that leaves a capped search's spare slots idle). `--policy=both` runs
 SLAQ then fair on the same jobs, `--policy=all` every allocator, each line of
 the closing comparison giving both SLAQ metrics against fair in words.
-`--trace=FILE` replays a recorded trace CSV instead of running searches
-(no TensorFlow), writing the same outputs and tables.
+(A recorded trace CSV is replayed by `python -m bench.slaq_replay`, which
+writes the same outputs and tables without TensorFlow.)
 
 With the in-process engine the run's clock counts epochs (`--lockstep`, on by
 default there): the same seeds give the same result. On Ray it is wall time
@@ -23,7 +23,6 @@ default there): the same seeds give the same result. On Ray it is wall time
 
 Example:
   placer-search --jobs=configs/searches/demo.py --slots=4 --policy=both --workdir=/tmp/search
-  placer-search --trace=bench/data/stress_trace.csv --slots=16 --policy=all --workdir=/tmp/replay
   placer-search --jobs=configs/searches/demo.py --slots=16 --engine=ray \
       --ray_address=HEAD:6379 --workdir=/tmp/search
   placer-search --jobs=configs/searches/demo.py:session --slots=2 --engine=ray \
@@ -38,13 +37,11 @@ job's model config.
 from absl import flags
 
 from placer import cli, cli_flags
-from placer.core.errors import InputError
 from placer.sharing.allocators import ALLOCATORS, OBJECTIVES
 from placer.sharing.report import DEFAULT_LOSS, LOSSES
 from placer.sharing.slaq import DEFAULT_EPOCH_S, NORMALISERS
 
-_JOBS = flags.DEFINE_string("jobs", None, "Jobs file (a .py config), e.g. configs/searches/demo.py.")
-_TRACE = flags.DEFINE_string("trace", None, "SLAQ trace CSV to replay instead of --jobs (docs/formats.md).")
+_JOBS = flags.DEFINE_string("jobs", None, "Jobs file (a .py config), e.g. configs/searches/demo.py.", required=True)
 _SLOTS = flags.DEFINE_integer("slots", 4, "Measurement slots in the pool.")
 _EPOCH = flags.DEFINE_float("epoch_s", DEFAULT_EPOCH_S, "Seconds between reallocations of the slots.")
 _POLICY = flags.DEFINE_enum(
@@ -81,8 +78,7 @@ _MEASURE, _WORKDIR = cli_flags.define_flags(
     __name__, "measure", "workdir", required=["workdir"], notes={"measure": "How every slot measures a placement."}
 )
 _RESUME = cli_flags.define_resume(
-    "Continue a stopped or killed run in --workdir (same jobs and flags) from its searches' last checkpoints; "
-    "with --trace, the allocators already replayed are read back and the others replayed from their start.",
+    "Continue a stopped or killed run in --workdir (same jobs and flags) from its searches' last checkpoints.",
     __name__,
 )
 
@@ -110,32 +106,10 @@ def _clock_is_epochs() -> bool:
 
 def main(argv):
     del argv
-    from placer.core import locks  # noqa: PLC0415
+    from placer.core import locks, stop  # noqa: PLC0415
 
-    locks.claim_workdir(
-        _WORKDIR.value, inputs={"jobs": (_JOBS.value or "").partition(":")[0], "trace": _TRACE.value}, owned=WRITES
-    )
-    if (_JOBS.value is None) == (_TRACE.value is None):
-        raise InputError("give exactly one of --jobs (run searches) and --trace (replay a trace CSV)")
+    locks.claim_workdir(_WORKDIR.value, inputs={"jobs": _JOBS.value.partition(":")[0]}, owned=WRITES)
     sharing = {"normalise": _NORMALISE.value, "objective": _OBJECTIVE.value}
-    from placer.core import stop  # noqa: PLC0415
-
-    if _TRACE.value is not None:
-        from placer.core import configs_util  # noqa: PLC0415
-        from placer.sharing import replay  # noqa: PLC0415 (no TensorFlow on this path)
-
-        with stop.on_signals():  # SIGINT/SIGTERM: the replay ends after the current allocator
-            replay.replay(
-                configs_util.resolve(_TRACE.value),  # the README's bench/data/... from any folder
-                slots=_SLOTS.value,
-                epoch_s=_EPOCH.value,
-                policies=_policies(),
-                workdir=_WORKDIR.value,
-                resume=_RESUME.value,
-                overwrite=_OVERWRITE.value,
-                **sharing,
-            )
-        return
     from placer.measure.registry import MeasurerFactory  # noqa: PLC0415
     from placer.sharing import jobs as search_jobs  # noqa: PLC0415
 

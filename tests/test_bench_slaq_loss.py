@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bench import slaq_loss
-from placer.sharing.slaq_trace import TraceJob
+from bench.slaq_traces import TraceJob
 
 
 def _job(name, losses, seconds=1.0):

@@ -3,8 +3,8 @@
 One fresh process checks all four (TensorFlow is already loaded in the test
 process): the light modules of docs/architecture.md, `import models`, every
 baseline that needs no model graph and no measurer, run on a 3-op graph, and
-placer-search replaying a trace (tests/sharing/test_replay.py checks what it
-writes).
+bench/slaq_replay.py replaying a trace (tests/test_bench_slaq_replay.py checks
+what it writes).
 """
 
 import os
@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from tests.cli import ROOT
-from tests.sharing.test_replay import _trace
+from tests.test_bench_slaq_replay import _trace
 
 LIGHT = [
     "placer.core.op_graph",
@@ -29,7 +29,8 @@ LIGHT = [
     "placer.sharing.slaq_regimes",
     "placer.sharing.slaq_curves",
     "placer.sharing.allocators",
-    "placer.sharing.replay",
+    "placer.sharing.runtime_model",
+    "placer.sharing.report",
     "baselines.registry",
 ]
 
@@ -56,11 +57,11 @@ assert not tf_modules(), ('import models', tf_modules()[:5])
 print(models.MODEL_NAMES)
 
 from absl import flags
-from placer import search_main
+from bench import slaq_replay
 trace, out = sys.argv[1:]
-flags.FLAGS(['placer-search', f'--trace={{trace}}', '--slots=4', '--epoch_s=1', '--policy=all', f'--workdir={{out}}'])
-search_main.main([])
-assert not [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras')], 'placer-search --trace'
+flags.FLAGS(['slaq_replay', f'--trace={{trace}}', '--slots=4', '--epoch_s=1', '--policy=all', f'--workdir={{out}}'])
+slaq_replay.main([])
+assert not [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras')], 'bench.slaq_replay'
 """
 
 

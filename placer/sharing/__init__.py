@@ -1,2 +1,2 @@
 """Many placement searches sharing one pool of measurement slots: SLAQ and fair allocators,
-curve fitting, trace replay, the search runner (on placer.measure's engines), reports."""
+curve fitting, the search runner (on placer.measure's engines), reports."""

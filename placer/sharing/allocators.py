@@ -172,15 +172,10 @@ class KneeAllocator:
             return False
         return bool(job.fitted_progress() >= self.progress)  # NaN (cannot tell) is False
 
-    def run_yield(self) -> float:
-        """Slot-epochs all jobs have given up over their fair-share slot-epochs: the gap against fair the run
-        would have, in the worst case, had every yield been misjudged (the guard's prediction)."""
-        total = sum(self.fair_service.values())
-        return sum(self.given_up.values()) / total if total > 0 else 0.0
-
     def allocate(self, jobs: Sequence[JobState], num_slots: int) -> dict[Hashable, int]:
         """{job_id: slots}: `water_fill` over the jobs before their knee, what they cannot use to the others;
-        `fair` itself when that would take `run_yield` to RUN_YIELD_SHARE."""
+        `fair` itself when that would take the slot-epochs all jobs have given up to `run_yield_share` of their
+        fair-share slot-epochs (the gap against fair the run would have, had every yield been misjudged)."""
         caps = np.asarray(_caps(jobs), dtype=float)
         fair = water_fill(caps, num_slots)
         past = np.array([self.past_knee(j) for j in jobs], dtype=bool)

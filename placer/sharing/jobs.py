@@ -127,7 +127,7 @@ def load_workload(path: str, *, load_models: bool = True) -> Workload:
     """
     file = path.split(":", 1)[0]
     if not file.endswith(".py"):
-        hint = "; replay a trace CSV with --trace" if file.endswith(".csv") else ""
+        hint = "; a trace CSV is replayed by python -m bench.slaq_replay" if file.endswith(".csv") else ""
         raise InputError(f"{file}: a jobs file is a Python config file (.py){hint}")
     try:  # a Python file run to build the config: within the byte cap, and a regular file
         found = os.stat(configs_util.resolve_spec(path).partition(":")[0])

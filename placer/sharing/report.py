@@ -1,9 +1,9 @@
 """Curves, sharing metrics and tables of `placer-search` runs (no TensorFlow).
 
-The metrics are SLAQ's (Zhang et al., SoCC 2017), as `placer.sharing.slaq_trace`
-computes them on recorded traces: a job's normalised quality is the share
+The metrics are SLAQ's (Zhang et al., SoCC 2017), the same on recorded
+traces (bench/slaq_traces.py): a job's normalised quality is the share
 of its total reduction L0 - L_N its lowest loss so far has won, in [0, 1]
-(slaq_trace.normalised_quality, the one definition); reported are
+(`normalised_quality`, the one definition); reported are
 the seconds from a job's start until it reached 80%, 90% and 95% of its total
 reduction, and the mean quality of the running jobs over time. A placement
 search's loss (mean sqrt step time of one iteration's samples) is noisy, more
@@ -23,8 +23,8 @@ import numpy as np
 import tabulate
 
 from placer.core import atomic, fmt, names
-from placer.sharing.slaq_trace import TARGETS, normalised_quality, time_to_fraction
 
+TARGETS = (0.8, 0.9, 0.95)  # fractions of a job's total loss reduction whose time to reach is reported
 SMOOTH = 5  # iterations in the trailing mean of the loss (our choice)
 CURVE_COLUMNS = ("time_s", "iteration", "loss", "smoothed_loss", "best_step_time", "slots", "seconds")
 
@@ -107,10 +107,64 @@ def smooth(losses, window: int = SMOOTH) -> np.ndarray:
     return (c[i] - c[lo]) / (i - lo)
 
 
+def time_to_fraction(times, losses, start_s: float, fraction: float, total: float | None = None) -> float:
+    """Seconds from `start_s` until the loss first fell by `fraction` of the total reduction.
+
+    The one definition of "time to X%" (SLAQ's measure) behind placer-search
+    reports and trace replays (bench/slaq_traces.py).
+
+    Args:
+      times: [n] seconds at which each loss was observed.
+      losses: [n] the losses (index 0: the initial loss).
+      start_s: the job's start, seconds.
+      fraction: e.g. 0.9.
+      total: the total reduction L0 - L_N; default losses[0] - losses[-1].
+
+    Returns:
+      Seconds; inf if never reached, nan if the total reduction is not positive.
+
+    >>> time_to_fraction([0.0, 1.0, 2.0, 3.0], [10.0, 5.0, 2.0, 0.0], 0.0, 0.8)
+    2.0
+    """
+    losses = np.asarray(losses, dtype=float)
+    if total is None:
+        total = float(losses[0] - losses[-1]) if losses.size >= 2 else 0.0
+    if not total > 0:
+        return math.nan
+    hit = np.flatnonzero(losses[0] - losses >= fraction * total - 1e-12 * abs(total))
+    return float(times[hit[0]] - start_s) if hit.size else math.inf
+
+
+def normalised_quality(first: float, best: float, total: float) -> float:
+    """A job's normalised quality: the share of its total loss reduction its best loss so far has won.
+
+    The one definition behind placer-search reports and trace replays
+    (SLAQ's measure, Zhang et al., SoCC 2017, taken on the best loss so far):
+    q = (L0 - min_{i<=k} L_i) / (L0 - L_N), held within [0, 1]. With the
+    `total` of `time_to_fraction`, q >= f exactly from the time the job
+    reached f of its reduction on. A loss that rises above L0, or dips below
+    the final L_N on the way (a noisy curve), cannot take q out of [0, 1].
+
+    Args:
+      first: L0, the job's initial loss.
+      best: the lowest loss it has reported so far (L0 before any iteration).
+      total: L0 - L_N, its total reduction.
+
+    Returns:
+      q in [0, 1]; 1 for a job whose loss never went down (total <= 0).
+
+    >>> normalised_quality(10.0, 6.0, 8.0), normalised_quality(10.0, 1.0, 8.0), normalised_quality(3.0, 3.0, 0.0)
+    (0.5, 1.0, 1.0)
+    """
+    if not total > 0:
+        return 1.0
+    return float(min(1.0, max(0.0, (first - best) / total)))
+
+
 def time_to(curve: JobCurve, fraction: float, window: int = SMOOTH) -> float:
     """Seconds from the job's start until its smoothed loss first came within
     (1 - fraction) of its total reduction; inf if never, nan without a reduction
-    (slaq_trace.time_to_fraction on the smoothed curve)."""
+    (`time_to_fraction` on the smoothed curve)."""
     s = smooth(curve.losses, window)
     if s.size < 2:
         return math.nan
@@ -120,7 +174,7 @@ def time_to(curve: JobCurve, fraction: float, window: int = SMOOTH) -> float:
 def quality_at(curve: JobCurve, t: float, window: int = SMOOTH) -> float:
     """Normalised quality of the job at time t (seconds from the run start), in [0, 1].
 
-    slaq_trace.normalised_quality on the smoothed loss: the share of the
+    `normalised_quality` on the smoothed loss: the share of the
     total reduction L0 - L_N won by the lowest smoothed loss up to t; 1 for
     a job whose loss did not go down; 0 before its first iteration.
     """

@@ -77,30 +77,6 @@ class CurveFit:
         return FAMILIES.index(self.family)
 
 
-def normalized_loss_reduction(losses: np.ndarray) -> np.ndarray:
-    """Each iteration's loss decrease over the largest decrease seen so far.
-
-    SLAQ section 3: normalising by the job's own largest change lets jobs with
-    different loss scales be compared. Changes are taken as decreases (a rise
-    is a negative change); the running maximum uses absolute changes.
-
-    Args:
-      losses: [N] loss after each iteration, oldest first.
-
-    Returns:
-      [N - 1] array; entry i is (losses[i] - losses[i + 1]) / max_{j <= i} |losses[j] - losses[j + 1]|,
-      0 where no change has been seen yet.
-    """
-    losses = np.asarray(losses, dtype=float)
-    if losses.size < 2:
-        return np.zeros(0)
-    delta = losses[:-1] - losses[1:]
-    biggest = np.maximum.accumulate(np.abs(delta))
-    out = np.zeros_like(delta)
-    np.divide(delta, biggest, out=out, where=biggest > 0)
-    return out
-
-
 def _family_z(code: int | np.ndarray, p: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Evaluates curve families in z-space; p is [..., 4] broadcast against x."""
     a, b, c, d = (p[..., i] for i in range(4))

@@ -145,11 +145,6 @@ class JobState:
         return 1.0 if err is None else float(np.clip(1.0 - err, 0.0, 1.0))
 
     @property
-    def scored_epochs(self) -> int:
-        """Predictions scored so far, at most ERROR_EPOCHS."""
-        return len(self._errors)
-
-    @property
     def regime_points(self) -> int:
         """Losses since the latest jump."""
         return len(self._losses) - self._regime

@@ -4,5 +4,6 @@ from tests.binaries import call
 
 
 def run_binary(name: str, *argv: str) -> int:
-    """Runs placer.`name` (e.g. "measure_main") with command-line `argv`; returns its exit status."""
-    return call(f"placer.{name}", *argv)
+    """Runs placer.`name` (e.g. "measure_main"), or a module by its dotted name (e.g. "bench.slaq_replay"),
+    with command-line `argv`; returns its exit status."""
+    return call(name if "." in name else f"placer.{name}", *argv)

@@ -57,13 +57,13 @@ def test_graph_over_the_op_cap_is_refused(tmp_path):
 
 
 def test_trace_from_dev_zero_is_refused_within_a_second(tmp_path):
-    from placer.sharing import slaq_trace
+    from bench import slaq_traces
 
     t0 = time.monotonic()
     with pytest.raises(InputError, match="a device, not a trace file"):
-        slaq_trace.load_trace("/dev/zero")  # it read until the kernel killed it at 24 GB before
+        slaq_traces.load_trace("/dev/zero")  # it read until the kernel killed it at 24 GB before
     assert time.monotonic() - t0 < 1.0
-    r = binaries.run("placer.search_main", "--trace=/dev/zero", f"--workdir={tmp_path / 'out'}")
+    r = binaries.run("bench.slaq_replay", "--trace=/dev/zero", f"--workdir={tmp_path / 'out'}")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == ["error: cannot read trace: /dev/zero: a device, not a trace file"]
     assert not (tmp_path / "out").exists()
@@ -76,13 +76,13 @@ def test_trace_over_the_row_and_job_caps_is_refused(tmp_path):
         rows += [f"j{j},0,0,4,", f"j{j},0,1,2,1"]
     path.write_text("\n".join(rows) + "\n")
     out = tmp_path / "out"
-    r = binaries.run("placer.search_main", f"--trace={path}", "--max_rows=8", f"--workdir={out}")
+    r = binaries.run("bench.slaq_replay", f"--trace={path}", "--max_rows=8", f"--workdir={out}")
     assert r.returncode == 2
     assert r.stderr.strip() == f"error: {path}: 9 rows, over the cap of 8; if it is genuine, raise --max_rows"
-    r = binaries.run("placer.search_main", f"--trace={path}", "--max_jobs=3", f"--workdir={out}")
+    r = binaries.run("bench.slaq_replay", f"--trace={path}", "--max_jobs=3", f"--workdir={out}")
     assert r.returncode == 2
     assert r.stderr.strip() == f"error: {path}: 4 jobs, over the cap of 3; if it is genuine, raise --max_jobs"
-    r = binaries.run("placer.search_main", f"--trace={path}", "--max_jobs=4", "--policy=fair", f"--workdir={out}")
+    r = binaries.run("bench.slaq_replay", f"--trace={path}", "--max_jobs=4", "--policy=fair", f"--workdir={out}")
     assert r.returncode == 0, r.stderr
     assert checks.cap("jobs") == checks.DEFAULT_CAPS["jobs"]  # the flag's value did not outlive the run
 

@@ -91,9 +91,11 @@ def test_binaries_with_outputs_refuse_their_inputs_before_any_work(files, capsys
         ),
         ("train_main", [f"--graph={w}/summary.json", f"--workdir={w}"], "--graph"),
         ("train_main", [f"--graph={files}/g.json", f"--init_from={w}", f"--workdir={w}"], "--init_from"),
-        ("search_main", [f"--trace={w}/run_state.json", f"--workdir={w}"], "--trace"),
+        ("search_main", [f"--jobs={w}/run_state.json", f"--workdir={w}"], "--jobs"),
+        ("bench.slaq_replay", [f"--trace={w}/inputs.json", f"--workdir={w}"], "--trace"),
     ]
     (w / "run_state.json").write_text("x\n")
+    (w / "inputs.json").write_text("x\n")
     for binary, argv, word in refused:
         before = runner.snapshot(str(files))
         assert run_binary(binary, *argv) == 2, binary

@@ -33,7 +33,8 @@ def hold(workdir) -> int:
     [
         ("train_main", ["--graph={d}/g.json", "--cluster={d}/c.json", "--steps=1", "--noprogress"]),
         ("pretrain_main", ["--steps=1", "--noprogress"]),
-        ("search_main", ["--trace={d}/none.csv", "--slots=2"]),
+        ("search_main", ["--jobs={d}/none.py", "--slots=2"]),
+        ("bench.slaq_replay", ["--trace={d}/none.csv", "--slots=2"]),
     ],
 )
 def test_second_run_on_a_locked_workdir_exits_2_naming_the_holder(files, capsys, binary, argv):
@@ -71,9 +72,9 @@ def test_lock_of_a_child_is_refused_while_it_lives_and_free_once_it_is_killed(tm
 
 def test_lock_is_released_when_the_binary_returns(files, capsys):
     w = files / "w"
-    argv = [f"--trace={files}/none.csv", "--slots=2", f"--workdir={w}"]
-    assert run_binary("search_main", *argv) == 2  # no such trace file: refused after the workdir was locked
-    assert "none.csv" in capsys.readouterr().err
+    argv = [f"--jobs={files}/none.py", "--slots=2", f"--workdir={w}"]
+    assert run_binary("search_main", *argv) == 2  # no such jobs file: refused after the workdir was locked
+    assert "none.py" in capsys.readouterr().err
     assert not w.exists()  # the lock made the folder; a refused run leaves nothing behind
     (w / "keep").mkdir(parents=True)
     assert run_binary("search_main", *argv) == 2

@@ -25,12 +25,12 @@ def _files(root) -> set[str]:
 
 
 def _replay(tmp_path, name: str, *extra: str):
-    """Replays TRACE with the first job named `name` into tmp_path/a/b/c/out under fair share."""
+    """Replays TRACE (bench/slaq_replay.py) with the first job named `name` into tmp_path/a/b/c/out under fair share."""
     trace = tmp_path / "trace.csv"
     trace.write_text(TRACE.format(name=name))
     out = tmp_path / "a" / "b" / "c" / "out"
     args = [f"--trace={trace}", "--slots=2", "--epoch_s=1", "--policy=fair", f"--workdir={out}", *extra]
-    return binaries.run("placer.search_main", *args), out
+    return binaries.run("bench.slaq_replay", *args), out
 
 
 def test_slug_by_hand():

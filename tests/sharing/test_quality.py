@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pytest
 
+from bench.slaq_traces import TraceJob, simulate_sharing
 from placer.sharing import allocators
 from placer.sharing import report as search_report
-from placer.sharing.slaq_trace import TraceJob, normalised_quality, simulate_sharing
+from placer.sharing.report import normalised_quality
 
 
 def test_quality_by_hand():

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from placer.sharing import report
-from placer.sharing.slaq_trace import time_to_fraction
+from placer.sharing.report import time_to_fraction
 
 
 def test_search_loss_by_kind():

@@ -1,22 +1,11 @@
-"""Tests of the SLAQ curve math: normalisation, fits, fallback, clipping, runtime model."""
+"""Tests of the SLAQ curve math: fits, fallback, clipping, runtime model."""
 
 import numpy as np
 import pytest
 
+from bench.slaq_synthetic import synthetic_curve
 from placer.sharing import runtime_model
 from placer.sharing import slaq_curves as sc
-from placer.sharing.synthetic import synthetic_curve
-
-
-def test_normalized_loss_reduction_by_hand():
-    # Changes 2, 1, -0.5, 3.5, 1; running max of |change| 2, 2, 2, 3.5, 3.5.
-    got = sc.normalized_loss_reduction([10.0, 8.0, 7.0, 7.5, 4.0, 3.0])
-    np.testing.assert_allclose(got, [1.0, 0.5, -0.25, 1.0, 1.0 / 3.5])
-
-
-def test_normalized_loss_reduction_short_and_flat():
-    assert sc.normalized_loss_reduction([5.0]).size == 0
-    np.testing.assert_array_equal(sc.normalized_loss_reduction([2.0, 2.0, 1.0]), [0.0, 1.0])
 
 
 @pytest.mark.parametrize(

@@ -1,19 +1,19 @@
-"""Tests of the trace format, the sharing simulator and the synthetic workload."""
+"""bench/slaq_traces.py (the trace format, the sharing simulator) and bench/slaq_synthetic.py (the synthetic workload)."""
 
 import numpy as np
 import pytest
 
-from placer.core.errors import InputError
-from placer.sharing.allocators import FairAllocator
-from placer.sharing.runtime_model import fit_runtime
-from placer.sharing.slaq import SlaqAllocator
-from placer.sharing.slaq_trace import (
+from bench.slaq_synthetic import synthetic_curve, synthetic_workload
+from bench.slaq_traces import (
     TraceJob,
     load_trace,
     save_trace,
     simulate_sharing,
 )
-from placer.sharing.synthetic import synthetic_curve, synthetic_workload
+from placer.core.errors import InputError
+from placer.sharing.allocators import FairAllocator
+from placer.sharing.runtime_model import fit_runtime
+from placer.sharing.slaq import SlaqAllocator
 
 HEADER = "job,arrival_s,iteration,loss,seconds_1,seconds_2\n"
 

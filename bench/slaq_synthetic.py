@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placer.sharing.slaq_trace import TraceJob
+from bench.slaq_traces import TraceJob
 
 # Default range of the synthetic serial fraction b / a of t(s) = a / s + b. It brackets
 # what real placement searches measure: fit_runtime on the 20 searches recorded in

@@ -1,4 +1,4 @@
-"""placer-search --trace: replaying a trace CSV under every allocator, without TensorFlow."""
+"""bench/slaq_replay.py: replaying a trace CSV under every allocator, without TensorFlow."""
 
 import json
 import os
@@ -33,7 +33,7 @@ def test_replay_writes_a_live_runs_outputs(tmp_path):
     # That the replay imports no TensorFlow is checked in a fresh process by tests/test_light_imports.py.
     out = tmp_path / "out"
     args = [f"--trace={_trace(tmp_path)}", "--slots=4", "--epoch_s=1", "--policy=all", f"--workdir={out}"]
-    r = binaries.run("placer.search_main", *args)
+    r = binaries.run("bench.slaq_replay", *args)
     assert r.returncode == 0, r.stderr
     assert "\nslaq-safe: mean time to 90%" in r.stdout and "\nfair-static: mean time to 90%" in r.stdout
     t90 = {}
@@ -51,15 +51,21 @@ def test_replay_writes_a_live_runs_outputs(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    "module, args, message",
     [
-        (["--jobs=bench/data/search_trace.csv"], "a jobs file is a Python config file (.py); replay a trace CSV"),
-        ([], "give exactly one of --jobs"),
-        (["--trace=missing.csv"], "cannot read trace: missing.csv: no such trace file"),
+        (
+            "placer.search_main",
+            ["--jobs=bench/data/search_trace.csv"],
+            "a jobs file is a Python config file (.py); a trace CSV is replayed by python -m bench.slaq_replay",
+        ),
+        ("placer.search_main", ["--trace=bench/data/search_trace.csv"], "Unknown command line flag 'trace'"),
+        ("placer.search_main", [], "Flag --jobs must have a value"),
+        ("bench.slaq_replay", [], "Flag --trace must have a value"),
+        ("bench.slaq_replay", ["--trace=missing.csv"], "cannot read trace: missing.csv: no such trace file"),
     ],
 )
-def test_bad_inputs_are_one_line_exit_2(tmp_path, args, message):
-    p = binaries.run("placer.search_main", *args, f"--workdir={tmp_path / 'out'}")
+def test_bad_inputs_are_one_line_exit_2(tmp_path, module, args, message):
+    p = binaries.run(module, *args, f"--workdir={tmp_path / 'out'}")
     assert p.returncode == 2, p.stderr
     assert p.stderr.strip().splitlines() == [p.stderr.strip()] and message in p.stderr
     assert not os.path.exists(tmp_path / "out")

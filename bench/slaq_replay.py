@@ -1,11 +1,18 @@
-"""`placer-search --trace`: replays a recorded SLAQ trace under any allocator (no TensorFlow).
+"""Replays a recorded SLAQ trace under any allocator, without TensorFlow.
 
 The jobs of a trace CSV (docs/formats.md, "SLAQ trace") run in simulated
-time through `slaq_trace.simulate_sharing`, and each allocator's run writes
-the outputs a live `placer-search` run writes (curves/<job>.csv,
+time through `bench.slaq_traces.simulate_sharing`, and each allocator's run
+writes the outputs a live `placer-search` run writes (curves/<job>.csv,
 curves.json, allocations.csv, summary.json, under workdir/<allocator>/),
 with the same tables and the same comparison against the work-conserving
 fair share. A trace's losses are taken as recorded: no smoothing.
+
+Run:
+  .venv/bin/python -m bench.slaq_replay --trace=bench/data/stress_trace.csv --slots=16 --policy=all --workdir=runs/replay
+
+A bad trace, flag or workdir is one error line and exit status 2, as with
+the project's binaries; SIGINT or SIGTERM ends the run between allocators,
+and `--resume` reads back the allocators a stopped run finished.
 """
 
 from __future__ import annotations
@@ -13,21 +20,20 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Callable
 
 import numpy as np
+from absl import flags
 
+from bench.slaq_traces import SharingResult, horizon, load_trace, simulate_sharing
+from placer import cli, cli_flags
 from placer.core import names, resume_check, stop
 from placer.core.errors import InputError
 from placer.sharing import allocators
 from placer.sharing import report as search_report
 from placer.sharing.report import JobCurve
-from placer.sharing.slaq_trace import SharingResult, TraceJob, load_trace, simulate_sharing
-
-
-def horizon(jobs: list[TraceJob]) -> float:
-    """Seconds enough for every job to finish alone after the last arrival, on one slot."""
-    return jobs[-1].arrival_s + max(float(j.seconds[1:, 0].sum()) for j in jobs)
+from placer.sharing.slaq import DEFAULT_EPOCH_S, NORMALISERS
 
 
 def to_curves(result: SharingResult) -> list[JobCurve]:
@@ -185,3 +191,69 @@ def _finished(workdir: str, policies: list[str], trace_path: str, slots: int, ep
                 raise InputError(f"{path}: replayed with {key}={summary.get(key)!r}, this run has {value!r}")
         out[p] = summary
     return out
+
+
+_TRACE = flags.DEFINE_string("trace", None, "SLAQ trace CSV to replay (docs/formats.md).", required=True)
+_SLOTS = flags.DEFINE_integer("slots", 4, "Measurement slots in the pool.")
+_EPOCH = flags.DEFINE_float("epoch_s", DEFAULT_EPOCH_S, "Seconds between reallocations of the slots.")
+_POLICY = flags.DEFINE_enum(
+    "policy",
+    "slaq-safe",
+    [*allocators.ALLOCATORS, "both", "all"],
+    "Slot allocator (both: slaq and fair; all: every one).",
+)
+_OBJECTIVE = flags.DEFINE_enum(
+    "objective",
+    "total",
+    list(allocators.OBJECTIVES),
+    "SLAQ's objective: summed loss reduction, or the worst job first.",
+)
+_NORMALISE = flags.DEFINE_enum(
+    "normalise",
+    "max_change",
+    list(NORMALISERS),
+    "SLAQ's normaliser of loss reductions: the largest change so far (SLAQ paper) or the fitted total reduction.",
+)
+# The module --help lists flags under: this file's path when run as a script (absl's own choice then).
+_MODULE = sys.argv[0] if __name__ == "__main__" else __name__
+(_WORKDIR,) = cli_flags.define_flags(_MODULE, "workdir", required=["workdir"])
+_RESUME = cli_flags.define_resume(
+    "Continue a stopped or killed replay in --workdir (same trace and flags): the allocators already "
+    "replayed are read back and the others replayed from their start.",
+    _MODULE,
+)
+_OVERWRITE = flags.DEFINE_bool(
+    "overwrite",
+    False,
+    "Replace output files in --workdir that this run did not write (a fresh run refuses them otherwise).",
+)
+
+WRITES = ("inputs.json", *allocators.ALLOCATORS)  # what --workdir receives: a folder per allocator
+
+
+def main(argv):
+    del argv
+    from placer.core import configs_util, locks  # noqa: PLC0415
+
+    locks.claim_workdir(_WORKDIR.value, inputs={"trace": _TRACE.value}, owned=WRITES)
+    policies = {"both": ["slaq", "fair"], "all": list(allocators.ALLOCATORS)}.get(_POLICY.value, [_POLICY.value])
+    with stop.on_signals():  # SIGINT/SIGTERM: the replay ends after the current allocator
+        replay(
+            configs_util.resolve(_TRACE.value),  # bench/data/... from any folder
+            slots=_SLOTS.value,
+            epoch_s=_EPOCH.value,
+            policies=policies,
+            workdir=_WORKDIR.value,
+            normalise=_NORMALISE.value,
+            objective=_OBJECTIVE.value,
+            resume=_RESUME.value,
+            overwrite=_OVERWRITE.value,
+        )
+
+
+def run():
+    cli.run_main(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,24 +1,24 @@
-"""placer-search --trace --resume: the allocators a stopped replay finished are read back, the others replayed."""
+"""bench/slaq_replay.py --resume: the allocators a stopped replay finished are read back, the others replayed."""
 
 import json
 
 from tests.inprocess import call
-from tests.sharing.test_replay import _trace
+from tests.test_bench_slaq_replay import _trace
 
 
 def test_resume_reads_back_finished_allocators_and_replays_the_rest(tmp_path, capsys):
     out = tmp_path / "out"
     args = [f"--trace={_trace(tmp_path)}", "--slots=4", "--epoch_s=1", "--policy=both", f"--workdir={out}"]
-    assert call("placer.search_main", *args) == 0
+    assert call("bench.slaq_replay", *args) == 0
     slaq = (out / "slaq" / "summary.json").read_text()
     fair = json.loads((out / "fair" / "summary.json").read_text())
     (out / "fair" / "summary.json").unlink()  # as a run stopped after SLAQ's replay leaves it
     capsys.readouterr()
 
-    assert call("placer.search_main", *args) == 2  # without --resume: refused, and told how to continue
+    assert call("bench.slaq_replay", *args) == 2  # without --resume: refused, and told how to continue
     assert "pass --resume to continue it" in capsys.readouterr().err
 
-    assert call("placer.search_main", *args, "--resume") == 0
+    assert call("bench.slaq_replay", *args, "--resume") == 0
     said = capsys.readouterr().out
     assert "slaq read back; fair replayed from the start" in said
     assert (out / "slaq" / "summary.json").read_text() == slaq  # not replayed again
@@ -29,7 +29,7 @@ def test_resume_reads_back_finished_allocators_and_replays_the_rest(tmp_path, ca
 def test_resume_with_other_settings_is_refused(tmp_path, capsys):
     out = tmp_path / "out"
     args = [f"--trace={_trace(tmp_path)}", "--epoch_s=1", "--policy=slaq", f"--workdir={out}"]
-    assert call("placer.search_main", *args, "--slots=4") == 0
+    assert call("bench.slaq_replay", *args, "--slots=4") == 0
     capsys.readouterr()
-    assert call("placer.search_main", *args, "--slots=3", "--resume") == 2
+    assert call("bench.slaq_replay", *args, "--slots=3", "--resume") == 2
     assert "changed since: slots (4, this run 3);" in capsys.readouterr().err

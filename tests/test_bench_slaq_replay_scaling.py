@@ -1,9 +1,9 @@
-"""Replay like a run: a job's slot cap follows its recorded scaling at each iteration."""
+"""bench/slaq_traces.py replays like a run: a job's slot cap follows its recorded scaling at each iteration."""
 
 import numpy as np
 
+from bench.slaq_traces import TraceJob, simulate_sharing
 from placer.sharing.allocators import FairAllocator
-from placer.sharing.slaq_trace import TraceJob, simulate_sharing
 
 
 def test_a_job_whose_batch_grows_takes_more_slots_from_then_on():

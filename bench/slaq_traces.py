@@ -1,12 +1,11 @@
-"""Trace-driven evaluation of slot allocators on recorded loss curves.
+"""SLAQ traces: recorded loss curves, their CSV format, and slot allocators simulated on them.
 
 Jobs are given as recorded curves (loss per iteration, seconds per iteration
-for each slot count, arrival time), so an allocator can be evaluated on
-curves from any training system without running it. The CSV format is the
-"SLAQ trace" section of docs/formats.md. The synthetic generator follows the
-SLAQ paper's workload (Zhang et al., SoCC 2017): Poisson arrivals with a mean
-inter-arrival time of 15 s and curves of the convergence families SLAQ fits.
-numpy only (no TensorFlow).
+for each slot count, arrival time), so an allocator of placer.sharing can be
+evaluated on curves from any training system without running it. The CSV
+format is the "SLAQ trace" section of docs/formats.md; the metrics (time to
+X% of the loss reduction, normalised quality) are placer.sharing.report's,
+the same as a live placer-search run's. numpy only (no TensorFlow).
 """
 
 from __future__ import annotations
@@ -21,9 +20,8 @@ import numpy as np
 
 from placer.core import atomic, checks
 from placer.core.errors import InputError
+from placer.sharing.report import TARGETS, normalised_quality, time_to_fraction
 from placer.sharing.slaq_state import JobState
-
-TARGETS = (0.8, 0.9, 0.95)  # fractions of a job's total loss reduction reported by simulate_sharing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,60 +163,6 @@ def _assemble(path: str, job: str, recs: list) -> TraceJob:
     return TraceJob(job, arrival, np.array([r[3] for r in recs], dtype=float), seconds[:, :width])
 
 
-def time_to_fraction(times, losses, start_s: float, fraction: float, total: float | None = None) -> float:
-    """Seconds from `start_s` until the loss first fell by `fraction` of the total reduction.
-
-    The one definition of "time to X%" (SLAQ's measure) behind simulate_sharing
-    and placer-search reports.
-
-    Args:
-      times: [n] seconds at which each loss was observed.
-      losses: [n] the losses (index 0: the initial loss).
-      start_s: the job's start, seconds.
-      fraction: e.g. 0.9.
-      total: the total reduction L0 - L_N; default losses[0] - losses[-1].
-
-    Returns:
-      Seconds; inf if never reached, nan if the total reduction is not positive.
-
-    >>> time_to_fraction([0.0, 1.0, 2.0, 3.0], [10.0, 5.0, 2.0, 0.0], 0.0, 0.8)
-    2.0
-    """
-    losses = np.asarray(losses, dtype=float)
-    if total is None:
-        total = float(losses[0] - losses[-1]) if losses.size >= 2 else 0.0
-    if not total > 0:
-        return math.nan
-    hit = np.flatnonzero(losses[0] - losses >= fraction * total - 1e-12 * abs(total))
-    return float(times[hit[0]] - start_s) if hit.size else math.inf
-
-
-def normalised_quality(first: float, best: float, total: float) -> float:
-    """A job's normalised quality: the share of its total loss reduction its best loss so far has won.
-
-    The one definition behind simulate_sharing and placer-search reports
-    (SLAQ's measure, Zhang et al., SoCC 2017, taken on the best loss so far):
-    q = (L0 - min_{i<=k} L_i) / (L0 - L_N), held within [0, 1]. With the
-    `total` of `time_to_fraction`, q >= f exactly from the time the job
-    reached f of its reduction on. A loss that rises above L0, or dips below
-    the final L_N on the way (a noisy curve), cannot take q out of [0, 1].
-
-    Args:
-      first: L0, the job's initial loss.
-      best: the lowest loss it has reported so far (L0 before any iteration).
-      total: L0 - L_N, its total reduction.
-
-    Returns:
-      q in [0, 1]; 1 for a job whose loss never went down (total <= 0).
-
-    >>> normalised_quality(10.0, 6.0, 8.0), normalised_quality(10.0, 1.0, 8.0), normalised_quality(3.0, 3.0, 0.0)
-    (0.5, 1.0, 1.0)
-    """
-    if not total > 0:
-        return 1.0
-    return float(min(1.0, max(0.0, (first - best) / total)))
-
-
 @dataclasses.dataclass
 class SharingResult:
     """Outcome of simulate_sharing.
@@ -260,6 +204,11 @@ class SharingResult:
         """Mean over epochs (with running jobs) of mean_quality."""
         q = self.mean_quality[np.isfinite(self.mean_quality)]
         return float(q.mean()) if q.size else math.nan
+
+
+def horizon(jobs: Sequence[TraceJob]) -> float:
+    """Seconds enough for every job to finish alone after the last arrival, on one slot."""
+    return jobs[-1].arrival_s + max(float(j.seconds[1:, 0].sum()) for j in jobs)
 
 
 def simulate_sharing(
