@@ -101,8 +101,8 @@ def model_rows(spec: str, cluster_name: str, n_random: int, search_steps: int, s
     from placer.measure import bounds  # noqa: PLC0415
     from placer.measure.grappler import GrapplerMeasurer  # noqa: PLC0415
     from placer.measure.simulator import Simulator  # noqa: PLC0415
+    from placer.rl import learn_seq2seq, search_loop  # noqa: PLC0415
     from placer.rl import problem as problem_lib  # noqa: PLC0415
-    from placer.rl.reinforce import Trainer  # noqa: PLC0415
 
     t0 = time.time()
     cluster = cluster_lib.load(cluster_name)
@@ -120,9 +120,9 @@ def model_rows(spec: str, cluster_name: str, n_random: int, search_steps: int, s
     searched = Recorder(grappler, sim, sim0, "search")
     config.placer.train.samples_per_step = search_samples
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = Trainer(problem, searched, config.placer, tmp, seed=seed)
-        trainer.train(search_steps, progress=False)
-        best = float(trainer.best_time.numpy())
+        loop = learn_seq2seq.loop_for(problem, cluster, searched, config.placer, tmp, seed=seed)
+        loop.run(search_loop.Limits(rounds=search_steps))
+        best = float(loop.learner.trainer.best_time.numpy())
     t3 = time.time()
     facts = {
         "model": spec,

@@ -8,12 +8,13 @@ is fine-tuned instead. A warm start imitates the fastest baseline first.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 
 from baselines import space
 from placer.core import fmt
-from placer.rl import transfer_lib
+from placer.rl import search_loop, transfer_lib
 from placer.rl.learner import Setup
 from placer.rl.reinforce import Trainer
 
@@ -83,6 +84,20 @@ class Seq2Seq:
             "samples_per_step": int(self.trainer.tc.samples_per_step),
             "warm_start": self.warm_start,
         }
+
+
+def loop_for(problem, cluster, measurer, placer, workdir: str, *, seed: int = 0) -> search_loop.Loop:
+    """The search loop of this method on `problem` from a uniform policy (no warm start, no init_from).
+
+    `placer` is `config.placer`; `measurer` is wrapped to be counted. `loop.run(search_loop.Limits(rounds=N))`
+    takes N policy-gradient steps in all; `loop.restore()` first continues the search saved in `workdir`;
+    `loop.learner.trainer` is the Trainer.
+    """
+    os.makedirs(workdir, exist_ok=True)
+    counting = search_loop.CountingMeasurer(measurer)
+    setup = Setup(problem, None, cluster, placer, counting, workdir, seed=seed)
+    metadata = {"method": "seq2seq", "learner": "seq2seq", "cluster": cluster.name}
+    return search_loop.Loop(Seq2Seq(setup), problem, counting, workdir, placer.train.checkpoint_every, metadata)
 
 
 def apply_warm_start(trainer: Trainer, problem, warm, tc, log) -> dict:

@@ -18,12 +18,11 @@ import tensorflow as tf
 import tf_keras as keras
 import tqdm
 
-from placer.core import atomic, fmt, stop
+from placer.core import atomic, fmt
 from placer.core import cluster as cluster_lib
 from placer.core.errors import InputError
-from placer.core.heartbeat import Heartbeat
 from placer.measure import registry as measure_registry
-from placer.rl import graph_policy, transfer_lib
+from placer.rl import graph_policy, search_loop, transfer_lib
 
 
 def check_lists(pc) -> tuple[list[str], list[str], list[str]]:
@@ -149,28 +148,28 @@ class Pretrainer:
         return stats
 
     def train(self, steps: int, *, progress: bool = True, max_seconds: float = 0.0) -> dict:
-        """Runs until `steps` steps in total (counting resumed ones) or `max_seconds` of wall time."""
+        """Runs until `steps` steps in total (counting resumed ones) or `max_seconds` of wall time, in the
+        search loop's `repeat` (checkpoints, SIGINT, progress); returns the last step's statistics."""
         bar = tqdm.tqdm(total=steps, initial=int(self.step.numpy()), unit="step", disable=not progress, mininterval=1.0)
-        every = max(1, int(self.pc.checkpoint_every))
         t0 = time.time()
-        stats: dict = {}
-        beat = Heartbeat(enabled=not progress, log=lambda line: print(line, flush=True))
-        while int(self.step.numpy()) < steps and not (max_seconds > 0 and time.time() - t0 > max_seconds):
-            if stop.requested():  # SIGINT or SIGTERM: saved below, the binary says where it stopped
-                break
+
+        def one_step() -> dict:
             stats = self.train_step()
             bar.update(1)
             bar.set_postfix(entropy=f"{stats['entropy']:.3f}")
-            beat(
-                lambda s=stats: (
-                    f"step {s['step']}/{steps}: {s['task']}, mean step time {fmt.seconds(s['mean_step_time'])}, "
-                    f"entropy {s['entropy']:.3f} nats; {fmt.seconds(time.time() - t0)}"
-                )
+            return stats
+
+        def line(s: dict) -> str:
+            return (
+                f"step {s['step']}/{steps}: {s['task']}, mean step time {fmt.seconds(s['mean_step_time'])}, "
+                f"entropy {s['entropy']:.3f} nats; {fmt.seconds(time.time() - t0)}"
             )
-            if stats["step"] % every == 0:
-                self.save()
-        bar.close()
-        self.save()
+
+        stats = search_loop.repeat(
+            one_step, done=lambda: int(self.step.numpy()) >= steps or 0 < max_seconds < time.time() - t0,
+            rounds=lambda: int(self.step.numpy()), every=max(1, int(self.pc.checkpoint_every)), save=self.save,
+            bar=bar, line=line,
+        )  # fmt: skip
         self.writer.flush()
         return stats
 

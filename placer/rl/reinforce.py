@@ -15,16 +15,14 @@ import time
 import numpy as np
 import tensorflow as tf
 import tf_keras as keras
-import tqdm
 
-from placer.core import atomic, fmt, stop
-from placer.core.heartbeat import Heartbeat
+from placer.core import atomic
 from placer.core.placement import Placement
 from placer.rl import policy as policy_lib
 from placer.rl import rl_math
 from placer.rl.problem import Problem
 from placer.rl.rl_math import use_xla
-from placer.rl.run_files import (  # noqa: F401 (seed_everything, step_line re-exported)
+from placer.rl.run_files import (  # noqa: F401 (seed_everything re-exported)
     Summaries,
     checkpoint_to_restore,
     curve_csv,
@@ -32,7 +30,6 @@ from placer.rl.run_files import (  # noqa: F401 (seed_everything, step_line re-e
     restore_intact,
     save_checkpoint,
     seed_everything,
-    step_line,
 )
 
 MASKED = -1e9  # logit bias of a device a group cannot run on
@@ -40,6 +37,9 @@ MASKED = -1e9  # logit bias of a device a group cannot run on
 
 class Trainer:
     """Trains a policy on one problem and keeps the best placement.
+
+    The search loop (placer.rl.search_loop) drives it as the seq2seq method (placer.rl.learn_seq2seq):
+    `sample`, measure, `learn`, `save`.
 
     Args:
       problem: the groups to place.
@@ -101,7 +101,6 @@ class Trainer:
         self.manager = tf.train.CheckpointManager(self.checkpoint, os.path.join(workdir, "checkpoints"), max_to_keep=2)
         self.summaries = Summaries(workdir, problem.device_names)
         self.history: list[dict] = []
-        self.samples = 0  # placements measured in this process (curve.csv counts across restarts from history)
         self.t0 = time.time()
         self._type_ids = tf.constant(problem.type_ids, tf.int32)
         self._features = tf.constant(problem.features, tf.float32)
@@ -141,12 +140,14 @@ class Trainer:
         return step
 
     def save(self) -> None:
-        """Writes the checkpoint, the run file, the history and the best placement (each atomically)."""
+        """Writes the checkpoint, the run file, the history, the TensorBoard events and the best placement
+        (each file atomically)."""
         os.makedirs(self.workdir, exist_ok=True)
         atomic.write_text(os.path.join(self.workdir, "run.json"), json.dumps(self.run_info(), indent=1))
         atomic.write_text(os.path.join(self.workdir, "history.json"), json.dumps(self.history))
         atomic.write_text(os.path.join(self.workdir, "curve.csv"), curve_csv(self.history))
         save_checkpoint(self.manager, int(self.step.numpy()), self.policy.variables + self.optimizer.variables)
+        self.summaries.flush()
         best = self.best_placement()
         if best is not None:
             best.save(os.path.join(self.workdir, "best_placement.json"))
@@ -315,7 +316,6 @@ class Trainer:
         """
         step = int(self.step.numpy())
         _, ent = self._schedules(step)
-        self.samples += len(actions)
         times = np.array([m.step_time for m in results], dtype=np.float64)
         failed = np.array([not m.ok for m in results])
         r = rl_math.rewards(times, failed, self.tc.failing_step_time)
@@ -359,36 +359,3 @@ class Trainer:
 
     def _lr(self, step: int) -> float:
         return float(rl_math.scheduled_lr(self.optimizer.learning_rate, step))
-
-    def train(self, steps: int, *, progress: bool = True, on_step=None, max_seconds: float = 0.0) -> dict:
-        """Runs until `steps` steps in total have been taken (counting resumed ones).
-
-        Args:
-          steps: total number of steps.
-          progress: draw a progress line with the best step time on stderr.
-          on_step: optional callback(stats) after every step.
-          max_seconds: stop early after this much wall time (0 = no limit).
-
-        Returns:
-          The last step's statistics (empty when nothing was left to do).
-        """
-        done = int(self.step.numpy())
-        bar = tqdm.tqdm(total=steps, initial=done, unit="step", disable=not progress, mininterval=1.0)
-        stats: dict = {}
-        every = max(1, int(self.tc.checkpoint_every))
-        t0 = time.time()
-        beat = Heartbeat(enabled=not progress, log=lambda line: print(line, flush=True))
-        while int(self.step.numpy()) < steps and not (max_seconds > 0 and time.time() - t0 > max_seconds):
-            if stop.requested():  # SIGINT or SIGTERM: the caller saves and says where it stopped
-                break
-            stats = self.train_step()
-            if on_step is not None:
-                on_step(stats)
-            bar.update(1)
-            bar.set_postfix(best=fmt.seconds(stats["best_step_time"]), mean=fmt.seconds(stats["mean_step_time"]))
-            beat(lambda s=stats: step_line(s, steps, time.time() - t0))
-            if stats["step"] % every == 0 or stats["step"] == steps:
-                self.save()
-        bar.close()
-        self.summaries.flush()
-        return stats

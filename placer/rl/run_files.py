@@ -14,7 +14,6 @@ import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 
-from placer.core import fmt
 from placer.core.errors import InputError, one_line
 
 CURVE_COLUMNS = ("step", "samples", "wall_seconds", "mean_step_time", "best_step_time", "entropy")
@@ -101,14 +100,6 @@ def seed_everything(seed: int) -> None:
     """
     keras.utils.set_random_seed(int(seed))
     tf.config.experimental.enable_op_determinism()
-
-
-def step_line(stats: dict, steps: int, seconds: float) -> str:
-    """The line a run without a progress bar prints now and then: step, best and mean step time, wall time."""
-    return (
-        f"step {stats['step']}/{steps}: best step time {fmt.seconds(stats['best_step_time'])}, "
-        f"this step's mean {fmt.seconds(stats['mean_step_time'])}; {seconds:.0f} s of training"
-    )
 
 
 def restore_intact(checkpoint, manager, latest: str, fall_back: bool = True) -> None:

@@ -4,7 +4,8 @@ It owns what every learned method shares: the count of measured placements
 (everything the measurer is given counts, a warm start's baselines
 included), the stopping rules, the best placement, the best-so-far curve,
 checkpoints and the progress line. Methods (placer.rl.methods) only propose
-and learn.
+and learn. Its `repeat` (a checkpoint every so many rounds and at the end,
+the stop on SIGINT/SIGTERM, the progress line) is pretraining's loop too.
 """
 
 from __future__ import annotations
@@ -134,24 +135,18 @@ class Loop:
         started = time.time()  # --max_minutes counts from here: a warm start's imitation is not cut short
         total = limits.placements or None
         bar = tqdm.tqdm(total=total, initial=self.placements, unit="pl", disable=not progress, mininterval=1.0)
-        stats: dict = {}
-        beat = Heartbeat(enabled=not progress, log=lambda line: print(line, flush=True))
-        while not self._done(limits, started):
-            left = limits.placements - self.placements if limits.placements else 1 << 30
+
+        def one_round() -> dict:
             before = self.placements
-            stats, _, _ = self.round(left, t0)
+            stats, _, _ = self.round(limits.placements - before if limits.placements else 1 << 30, t0)
             bar.update(self.placements - before)
             bar.set_postfix(best=fmt.seconds(self.best_t))
-            if self.rounds % self.every == 0:
-                self.save(t0)
-            beat(
-                lambda: (
-                    f"round {self.rounds}: {self.placements} placements, best step time {fmt.step_time(self.best_t)}"
-                )
-            )
-        bar.close()
-        self.save(t0)
-        return stats
+            return stats
+
+        return repeat(
+            one_round, done=lambda: self._done(limits, started), rounds=lambda: self.rounds, every=self.every,
+            save=lambda: self.save(t0), bar=bar, line=lambda _: status_line(self.rounds, self.placements, self.best_t),
+        )  # fmt: skip
 
     def round(self, limit: int, t0: float) -> tuple[dict, np.ndarray, list]:
         """One round: the method proposes at most `limit` placements, they are measured, the method observes
@@ -222,6 +217,29 @@ class Loop:
         return self.problem.placement(
             self.best_devices, step_time=self.best_t, samples=self.placements, step=self.rounds, **self.metadata
         )
+
+
+def repeat(step, *, done, rounds, every: int, save, bar, line) -> dict:
+    """The loop of every search and of pretraining: `step()` (one round, returning its statistics and advancing
+    the tqdm `bar`) until `done()` or a SIGINT/SIGTERM (placer.core.stop) asks to stop; `save()` when `rounds()`
+    (counting resumed ones) is a multiple of `every`, and at the end; `line(statistics)` now and then while the
+    bar is disabled (placer.core.heartbeat). Returns the last round's statistics ({} when none was left to do).
+    """
+    stats: dict = {}
+    beat = Heartbeat(enabled=bar.disable, log=lambda text: print(text, flush=True))
+    while not (done() or stop.requested()):
+        stats = step()
+        if rounds() % every == 0:
+            save()
+        beat(lambda s=stats: line(s))
+    bar.close()
+    save()
+    return stats
+
+
+def status_line(rounds: int, placements: int, best: float) -> str:
+    """The line a search without a progress bar prints now and then: rounds, placements, best step time (s)."""
+    return f"round {rounds}: {placements} placements, best step time {fmt.step_time(best)}"
 
 
 def curve_text(curve) -> str:

@@ -11,8 +11,8 @@ from placer.core import cluster as cluster_lib  # noqa: E402
 from placer.core.errors import InputError  # noqa: E402
 from placer.core.placement import Placement  # noqa: E402
 from placer.measure.simulator import Simulator  # noqa: E402
+from placer.rl import learn_seq2seq, rl_math, search_loop  # noqa: E402
 from placer.rl import problem as problem_lib  # noqa: E402
-from placer.rl import rl_math  # noqa: E402
 from placer.rl.reinforce import Trainer, seed_everything, use_xla  # noqa: E402
 from tests.hand_graphs import MB, chains_and_gpus  # noqa: E402
 
@@ -27,6 +27,12 @@ def config(steps_between_checkpoints=1000):
     c.train.entropy_decay_steps = 100
     c.train.checkpoint_every = steps_between_checkpoints
     return c
+
+
+def search(problem, cluster, measurer, c, workdir, steps, seed=0):
+    """(the Trainer, the last step's statistics) of `steps` steps of the search loop from a uniform policy."""
+    loop = learn_seq2seq.loop_for(problem, cluster, measurer, c, str(workdir), seed=seed)
+    return loop.learner.trainer, loop.run(search_loop.Limits(rounds=steps))
 
 
 def test_rewards_baseline_and_masks_by_hand():
@@ -129,29 +135,38 @@ class Interrupt(Exception):
     pass
 
 
+class _KilledAfter:
+    """Simulates, and raises Interrupt on measuring round `rounds + 1` (a search killed after that many)."""
+
+    def __init__(self, graph, cluster, rounds):
+        self.sim, self.left = Simulator(graph, cluster), rounds
+
+    def measure(self, placements):
+        if self.left == 0:
+            raise Interrupt
+        self.left -= 1
+        return self.sim.measure(placements)
+
+
 @pytest.mark.slow
 def test_resume_continues_from_saved_step_and_best_placement(tmp_path):
     graph, cluster = chains_and_gpus()
     c = config(steps_between_checkpoints=10)
     problem, _ = problem_lib.make_problem(graph, cluster, c)
-    trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path), seed=1)
-
-    def stop_at_15(stats):
-        if stats["step"] == 15:
-            raise Interrupt
-
-    with pytest.raises(Interrupt):
-        trainer.train(100, progress=False, on_step=stop_at_15)
+    loop = learn_seq2seq.loop_for(problem, cluster, _KilledAfter(graph, cluster, 15), c, str(tmp_path), seed=1)
+    with pytest.raises(Interrupt):  # killed after step 15, five steps past its last checkpoint
+        loop.run(search_loop.Limits(rounds=100))
     saved = Placement.load(str(tmp_path / "best_placement.json"))
     assert saved.metadata["step"] == 10
     # The placements its search measured, which placer-compare gives the same-budget searches.
     assert saved.metadata["samples"] == 10 * c.train.samples_per_step
 
-    again = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path), seed=1)
-    assert again.restore() == 10
+    loop = learn_seq2seq.loop_for(problem, cluster, Simulator(graph, cluster), c, str(tmp_path), seed=1)
+    again = loop.learner.trainer
+    assert loop.restore() == 10
     assert float(again.best_time.numpy()) == saved.metadata["step_time"]
     np.testing.assert_array_equal(again.best_placement().devices, saved.devices)
-    again.train(20, progress=False)
+    loop.run(search_loop.Limits(rounds=20))
     assert int(again.step.numpy()) == 20
     assert len(json.load(open(tmp_path / "history.json"))) == 20
     # Counted across the restart: 20 steps in all, not the 10 of this process.
@@ -165,8 +180,7 @@ def test_self_imitation_memory_holds_the_best_placements_measured_and_survives_a
     c.train.elite_memory = 3
     problem, _ = problem_lib.make_problem(graph, cluster, c)
     sim = Simulator(graph, cluster)
-    trainer = Trainer(problem, sim, c, str(tmp_path), seed=2)
-    trainer.train(5, progress=False)
+    trainer = search(problem, cluster, sim, c, tmp_path, 5, seed=2)[0]
     memory, rewards = trainer.memory_devices.numpy(), trainer.memory_rewards.numpy()
     assert len({row.tobytes() for row in memory}) == 3 and np.all(np.diff(rewards) <= 0)
     # The rewards are the remembered placements' own -sqrt(step time), the first one the best so far.
@@ -183,7 +197,7 @@ def test_resume_refuses_another_graph(tmp_path):
     graph, cluster = chains_and_gpus()
     c = config(steps_between_checkpoints=5)
     problem, _ = problem_lib.make_problem(graph, cluster, c)
-    Trainer(problem, Simulator(graph, cluster), c, str(tmp_path)).train(5, progress=False)
+    search(problem, cluster, Simulator(graph, cluster), c, tmp_path, 5)
     other, _ = chains_and_gpus(length=4)
     problem2, _ = problem_lib.make_problem(other, cluster, c)
     before = sorted(os.listdir(tmp_path))
@@ -199,8 +213,7 @@ def test_every_sample_failing_ends_cleanly(tmp_path):
     cluster = cluster_lib.make("tiny_gpus", tiny, bandwidth=100 * MB)
     c = config()
     problem, _ = problem_lib.make_problem(graph, cluster, c)
-    trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path))
-    stats = trainer.train(5, progress=False)
+    trainer, stats = search(problem, cluster, Simulator(graph, cluster), c, tmp_path, 5)
     assert stats["failed_fraction"] == 1.0
     assert stats["failures"] == ["oom"]
     assert trainer.best_placement() is None
@@ -233,8 +246,7 @@ def test_flagged_measurements_never_become_the_best(tmp_path):
     c = config()
     problem, _ = problem_lib.make_problem(graph, cluster, c)
     measurer = _FlagsA0OnSecondGpu(graph, cluster)
-    trainer = Trainer(problem, measurer, c, str(tmp_path))
-    stats = trainer.train(3, progress=False)
+    trainer, stats = search(problem, cluster, measurer, c, tmp_path, 3)
     assert measurer.flagged > 0
     assert stats["min_step_time"] < 3.0  # a flagged one beat the true optimum of 3 s...
     best = trainer.best_placement()

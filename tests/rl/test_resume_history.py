@@ -11,8 +11,10 @@ from placer.core import cluster as cluster_lib
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 from placer.measure.simulator import Simulator
+from placer.rl import learn_seq2seq
 from placer.rl import problem as problem_lib
 from placer.rl.reinforce import Trainer
+from placer.rl.search_loop import Limits
 
 pytestmark = pytest.mark.slow  # the module's fixture trains and saves a run
 
@@ -31,7 +33,7 @@ def saved(tmp_path_factory):
     problem, _ = problem_lib.make_problem(graph, cluster, c)
 
     work = tmp_path_factory.mktemp("saved")
-    Trainer(problem, Simulator(graph, cluster), c, str(work), seed=0).train(2, progress=False)
+    learn_seq2seq.loop_for(problem, cluster, Simulator(graph, cluster), c, str(work), seed=0).run(Limits(rounds=2))
 
     def trainer(workdir):
         shutil.copytree(work, workdir)

@@ -2,14 +2,13 @@
 
 import pytest
 
-from placer.rl import train_lib, transfer_lib
-from placer.rl.reinforce import step_line
+from placer.rl import search_loop, train_lib, transfer_lib
 
 
-def test_step_line_keeps_microseconds():
+def test_status_line_keeps_microseconds():
     # configs/nmt.py:tiny on k80x4 (sim): its best of 3.27 us was printed as 0.0000s.
-    line = step_line({"step": 40, "best_step_time": 3.27e-6, "mean_step_time": 4.1e-6}, 200, 31.2)
-    assert line == "step 40/200: best step time 3.27 us, this step's mean 4.10 us; 31 s of training"
+    line = search_loop.status_line(40, 640, 3.27e-6)
+    assert line == "round 40: 640 placements, best step time 3.270 us"
 
 
 @pytest.mark.parametrize(
