@@ -85,7 +85,7 @@ def _rl(config, method: str, minutes: float, steps: int, seed: int, out: str, gr
         common.paper_method(config.placer)
     elif method in ("rl_fixed", "rl_memory"):
         config.placer.train.warm_start = ""
-    if method == "rl_memory":  # docs/rl.md, "The self-imitation memory, measured"
+    if method == "rl_memory":  # docs/rl.md, "The self-imitation memory"
         config.placer.train.elite_memory, config.placer.train.elite_weight = 16, 1.0
     workdir = tempfile.mkdtemp(prefix=f"{graph_name}-{method}-", dir=out)
     s = train_lib.run(config, workdir=workdir, steps=steps, seed=seed, progress=False, max_seconds=60 * minutes)

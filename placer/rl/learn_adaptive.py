@@ -18,7 +18,7 @@ round's neighbours are drawn without repeats from Q's odds times
 exp(-V / `TAU`), and the last two are compounds of the moves measured to help
 (`compounds`). Learning off (the ablation): both tables stay at their start
 and V stays empty. The settings and the seeds they were chosen on are in
-docs/rl.md.
+BENCHMARKS.md ("How cross_entropy and ce_or_annealing were tuned").
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ lost (the search loop keeps it).
 Learning off (the ablation): P stays at its start, so the same loop draws
 from a frozen distribution.
 
-The settings (`Config`) are our choice; docs/rl.md says how they were made.
+The settings (`Config`) are our choice; BENCHMARKS.md ("How cross_entropy and
+ce_or_annealing were tuned") says how they were made.
 """
 
 from __future__ import annotations
