@@ -23,7 +23,7 @@ test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15 tests
 
 test-quick: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "not slow" tests
+	$(BIN)/python -m pytest -q -n 2 -m "not slow" tests
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m bench.run_all
