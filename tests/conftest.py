@@ -78,3 +78,20 @@ def local_ray():
     ray.init(num_cpus=2, resources={RESOURCE: 4}, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """Under `--dist loadgroup` (make test) a test file runs on one worker, as `loadfile` would do, so its
+    module fixtures are built once; the files that share a Ray cluster name one group and run together.
+
+    The groups holding slow tests go first, the Ray group before all: the long ones start while the other
+    worker works through the many short ones, so neither waits for the other at the end.
+    """
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    group = {id(item): item.get_closest_marker("xdist_group").args[0] for item in items}
+    slow = {group[id(item)] for item in items if item.get_closest_marker("slow")}
+    rank = {id(item): (group[id(item)] != "ray", group[id(item)] not in slow, i) for i, item in enumerate(items)}
+    items.sort(key=lambda item: rank[id(item)])

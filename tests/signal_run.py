@@ -1,13 +1,11 @@
-"""Runs a binary, in its own process or in this one, and sends it a signal once a condition on its files holds."""
+"""Runs a binary in its own process and sends it a signal once a condition on its files holds."""
 
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
-from tests import binaries
 from tests.cli import ROOT
 
 
@@ -47,46 +45,3 @@ def interrupt(module: str, args: list[str], ready, *, sig=signal.SIGINT, timeout
             proc.kill()
             proc.communicate()
     return proc.returncode, out, err
-
-
-def interrupt_here(module: str, args: list[str], ready, *, sig=signal.SIGTERM, timeout: float = 180):
-    """Runs `module`'s `run()` in this process (tests/binaries.py) and sends this process `sig` once `ready()` is true.
-
-    The binary's own handler (placer.core.stop) records the signal, as it
-    would in a process of its own. A handler of the test's catches the signal
-    should it arrive outside the binary's (it cannot: `ready` becomes true
-    only while the binary works), so it never reaches pytest.
-
-    Args:
-      module: e.g. "placer.train_main".
-      args: its command line.
-      ready: a function of no arguments, polled every 50 ms from a thread,
-        true once the run has done what the test needs before the signal.
-      sig: the signal to send.
-      timeout: seconds to wait for `ready`.
-
-    Returns:
-      (exit status, stdout, stderr), the outputs as text.
-    """
-    done = threading.Event()
-
-    def send():
-        deadline = time.monotonic() + timeout
-        while not done.is_set() and time.monotonic() < deadline:
-            if ready():
-                os.kill(os.getpid(), sig)
-                return
-            time.sleep(0.05)
-
-    stray = []
-    before = signal.signal(sig, lambda signum, frame: stray.append(signum))
-    sender = threading.Thread(target=send, daemon=True)
-    sender.start()
-    try:
-        r = binaries.run(module, *args)
-    finally:
-        done.set()
-        sender.join()
-        signal.signal(sig, before)
-    assert not stray, "the signal came outside the binary's handler"
-    return r.returncode, r.stdout, r.stderr

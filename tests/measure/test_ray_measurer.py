@@ -14,6 +14,9 @@ from placer.measure import registry
 from placer.measure.ray_pool import RayEngine
 from tests.inprocess import call
 
+# One worker runs every test of a Ray cluster (tests/conftest.py, local_ray): the cluster starts once.
+pytestmark = pytest.mark.xdist_group("ray")
+
 # The tiny NMT (815 ops) grouped into few groups with a small policy, so a step is quick; no warm start,
 # so the first placements measured are the first step's samples.
 TINY = [

@@ -141,7 +141,7 @@ def test_inception_batch_norm_trains(tiny):
     assert np.prod(m.graph.get_tensor_by_name("input/images:0").shape.as_list()) == 2 * 75 * 75 * 3
 
 
-SPECS = ("configs/rnnlm.py:tiny", "configs/inception_v3.py:tiny", "configs/nmt.py")
+SPECS = ("configs/rnnlm.py:tiny", "configs/nmt.py")  # the paper-size NMT: the graph op determinism changes
 
 
 def _nodes_built_in_a_fresh_process() -> list[int]:

@@ -110,11 +110,11 @@ def test_config_overrides_work_with_graph_and_no_config(tmp_path):
 
 @pytest.mark.slow
 def test_tf_logs_off_by_default_and_back_with_verbosity(tmp_path):
-    # The README's first step: extraction with Grappler's op costs, each run with an empty cache of its own
-    # so that both build the model and run Grappler (where TF's C++ code would log).
+    # The README's first step, on the smallest model: extraction with Grappler's op costs, each run with an
+    # empty cache of its own so that both build the model and run Grappler (where TF's C++ code would log).
     env = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
     env["PYTHONPATH"] = ROOT
-    argv = [sys.executable, "-m", "placer.extract_main", "--config=configs/nmt.py:tiny", "--cluster=k80x4"]
+    argv = [sys.executable, "-m", "placer.extract_main", "--config=configs/rnnlm.py:tiny", "--cluster=k80x4"]
     quiet, loud = (
         subprocess.run(
             argv + extra,

@@ -11,6 +11,9 @@ from placer.sharing import jobs as search_jobs  # noqa: E402
 from placer.sharing import search  # noqa: E402
 from placer.testing.workloads import write_workload  # noqa: E402
 
+# One worker runs every test of a Ray cluster (tests/conftest.py, local_ray): the cluster starts once.
+pytestmark = pytest.mark.xdist_group("ray")
+
 
 def run_fair_killing_slot_0(engine, prepared, workdir: str, epoch_s: float, ready) -> dict:
     """Runs the searches under `fair` on `engine`, killing slot 0's actor once at the first epoch

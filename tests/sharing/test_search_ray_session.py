@@ -17,6 +17,9 @@ from placer.testing.workloads import write_workload  # noqa: E402
 from tests import binaries  # noqa: E402
 from tests.sharing.test_search_ray import run_fair_killing_slot_0  # noqa: E402
 
+# One worker runs every test of a Ray cluster (tests/conftest.py, local_ray): the cluster starts once.
+pytestmark = pytest.mark.xdist_group("ray")
+
 DEMO = "configs/searches/demo.py:session"  # tiny RNNLM and NMT on "local:2", 4 iterations each
 
 

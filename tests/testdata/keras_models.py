@@ -6,12 +6,15 @@ import tf_keras
 
 
 def mlp():
-    """4 features -> Dense(8) -> batch norm -> ReLU -> Dense(3) softmax; SGD on sparse cross-entropy."""
+    """4 features -> Dense(8) -> batch norm -> ReLU -> Dense(3) softmax; SGD on sparse cross-entropy.
+
+    The last layer starts at zero: the first step's softmax is uniform, whatever the random weights before it.
+    """
     x = inputs = tf_keras.Input(shape=(4,), name="features")
     x = tf_keras.layers.Dense(8, name="hidden")(x)
     x = tf_keras.layers.BatchNormalization(name="bn")(x)
     x = tf_keras.layers.ReLU(name="relu")(x)
-    outputs = tf_keras.layers.Dense(3, activation="softmax", name="probabilities")(x)
+    outputs = tf_keras.layers.Dense(3, activation="softmax", kernel_initializer="zeros", name="probabilities")(x)
     model = tf_keras.Model(inputs, outputs, name="mlp")
     model.compile(optimizer=tf_keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
     return model
