@@ -104,15 +104,16 @@ def test_the_xla_update_learns_the_same_placement_and_repeats_itself(tmp_path):
     c.train.jit_compile = "on"
     problem, _ = problem_lib.make_problem(graph, cluster, c)
     runs = []
-    for run in range(2):
+    for run, steps in enumerate((15, 5)):
         seed_everything(0)
         trainer = Trainer(problem, Simulator(graph, cluster), c, str(tmp_path / str(run)), seed=0)
         assert trainer.uses_xla()
-        means = [trainer.train_step()["mean_step_time"] for _ in range(15)]  # compiling takes most of the time
-        runs.append((means, trainer.best_placement().devices.tolist()))
-    assert runs[0] == runs[1]  # the same seed, the same steps
+        runs.append([trainer.train_step()["mean_step_time"] for _ in range(steps)])  # compiling takes most
+        if run == 0:
+            learned = trainer.greedy_placement()
+    assert runs[1] == runs[0][:5]  # the same seed, the same steps
     # One chain per device, as without XLA: the policy's greedy placement has learned it.
-    assert Simulator(graph, cluster).measure([trainer.greedy_placement()])[0].step_time == pytest.approx(3.0)
+    assert Simulator(graph, cluster).measure([learned])[0].step_time == pytest.approx(3.0)
 
 
 @pytest.mark.slow

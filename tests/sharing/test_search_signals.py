@@ -11,7 +11,7 @@ from tests.signal_run import interrupt
 
 pytestmark = pytest.mark.slow
 
-STEPS = 10
+STEPS = 4
 
 
 def _iterations(out) -> dict[str, int]:
