@@ -188,6 +188,8 @@ def _paper_section(cluster) -> str:
 
 def main(argv) -> None:
     del argv
+    global _COMMIT
+    _COMMIT = report.commit()  # the code the runs use: a commit made while they run does not change it
     cluster = cluster_lib.load(_CLUSTER.value)
     if _PART.value in ("dags", "both"):
         rows = []
@@ -205,7 +207,7 @@ def main(argv) -> None:
 
 
 def _write(name: str, title: str, text: str) -> None:
-    body = f"Commit {report.commit()}.\n\n{text}"
+    body = f"Commit {_COMMIT}.\n\n{text}"
     print(body, flush=True)
     if _WRITE.value:
         report.update_section(name, title, body, "bench/exact.py")

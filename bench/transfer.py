@@ -330,14 +330,9 @@ OUTPUTS = ("graphs", "policy", "search", "finetune", "cross", "results.json")
 
 def clear_outputs(out: str) -> None:
     """Removes an earlier run's OUTPUTS from `out`, leaving every other file there alone."""
-    import shutil  # noqa: PLC0415
+    from placer.core import resume_check  # noqa: PLC0415
 
-    for name in OUTPUTS:
-        path = os.path.join(out, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        elif os.path.lexists(path):
-            os.remove(path)
+    resume_check.clear(out, OUTPUTS)
 
 
 def main(argv):

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 
@@ -96,6 +97,14 @@ def write_gpu_cluster(path, name: str, memory_bytes: int = 16 << 30, count: int 
     }
     with open(path, "w") as f:
         json.dump(spec, f)
+
+
+def write_chains_and_gpus(folder) -> None:
+    """Writes `chains_and_gpus`' graph (g.graph.json) and a cluster of two 16 GiB GPUs (gpus.json) into `folder`."""
+    from placer.core import io as graph_io  # noqa: PLC0415
+
+    graph_io.save(two_chains(edge_bytes=100 * MB, gpu_seconds=np.ones(6)), os.path.join(str(folder), "g.graph.json"))
+    write_gpu_cluster(os.path.join(str(folder), "gpus.json"), "gpus", 16 << 30)
 
 
 def chains_and_gpus(length: int = 3) -> tuple[OpGraph, cluster_lib.Cluster]:

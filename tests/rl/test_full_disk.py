@@ -9,13 +9,11 @@ import errno
 import json
 import os
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
-from placer.core import io as graph_io
 from tests import binaries
-from tests.hand_graphs import MB, two_chains, write_gpu_cluster
+from tests.hand_graphs import write_chains_and_gpus
 
 pytestmark = pytest.mark.slow  # placer-train twice per test
 
@@ -23,8 +21,7 @@ pytestmark = pytest.mark.slow  # placer-train twice per test
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("full")
-    graph_io.save(two_chains(edge_bytes=100 * MB, gpu_seconds=np.ones(6)), str(d / "g.graph.json"))
-    write_gpu_cluster(d / "gpus.json", "gpus", 16 << 30)
+    write_chains_and_gpus(d)
     return d
 
 

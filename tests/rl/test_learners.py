@@ -17,7 +17,7 @@ from placer.rl import learn_anneal, learn_ce, learner, methods, train_lib
 from placer.rl import problem as problem_lib
 from tests import binaries
 from tests.cli import ROOT
-from tests.hand_graphs import MB, cpu_and_gpus, parts_graph, two_chains, write_gpu_cluster
+from tests.hand_graphs import cpu_and_gpus, parts_graph, write_chains_and_gpus
 
 
 def setup_for(graph, cluster, method: str, workdir: str, budget: int = 400, seed: int = 0) -> learner.Setup:
@@ -42,8 +42,7 @@ def drive(method_obj, setup, rounds: int):
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("learners")
-    graph_io.save(two_chains(edge_bytes=100 * MB, gpu_seconds=np.ones(6)), str(d / "g.graph.json"))
-    write_gpu_cluster(d / "gpus.json", "gpus", 16 << 30)
+    write_chains_and_gpus(d)
     return d
 
 

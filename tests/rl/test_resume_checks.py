@@ -8,7 +8,7 @@ import pytest
 
 from placer.core import io as graph_io
 from tests import binaries
-from tests.hand_graphs import MB, two_chains, write_gpu_cluster
+from tests.hand_graphs import MB, two_chains, write_chains_and_gpus
 
 pytestmark = pytest.mark.slow  # each test runs placer-train two or three times
 
@@ -16,9 +16,10 @@ pytestmark = pytest.mark.slow  # each test runs placer-train two or three times
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("resume")
-    graph_io.save(two_chains(edge_bytes=100 * MB, gpu_seconds=np.ones(6)), str(d / "g.graph.json"))
-    graph_io.save(two_chains(edge_bytes=100 * MB, gpu_seconds=1000 * np.ones(6)), str(d / "slow.graph.json"))  # the same ops, costs x1000
-    write_gpu_cluster(d / "gpus.json", "gpus", 16 << 30)
+    write_chains_and_gpus(d)
+    graph_io.save(
+        two_chains(edge_bytes=100 * MB, gpu_seconds=1000 * np.ones(6)), str(d / "slow.graph.json")
+    )  # the same ops, costs x1000
     return d
 
 
