@@ -77,6 +77,7 @@ class Pretrainer:
         self.record = dict(record or {})
         self.policy = graph_policy.build(config.placer.policy, seed=seed)
         self.optimizer = keras.optimizers.Adam(self.pc.learning_rate, global_clipnorm=self.pc.clip_norm)
+        self.optimizer.build(self.policy.trainable_variables)  # not in `_update`, which would then trace twice
         self.step = tf.Variable(0, dtype=tf.int64, name="step")
         self.checkpoint = tf.train.Checkpoint(policy=self.policy, optimizer=self.optimizer, step=self.step)
         self.manager = tf.train.CheckpointManager(self.checkpoint, os.path.join(workdir, "checkpoints"), max_to_keep=2)
@@ -95,8 +96,6 @@ class Pretrainer:
         latest = self.manager.latest_checkpoint
         if latest is None:
             raise InputError(f"{self.workdir}: nothing to resume (no checkpoint)")
-        # The optimizer's slots are restored when the next update creates them; a resumed run that stops
-        # before one leaves them unrestored, which is expected, not worth TF's warning at exit.
         self.checkpoint.restore(latest).expect_partial()
         return int(self.step.numpy())
 
@@ -107,7 +106,7 @@ class Pretrainer:
         info = transfer_lib.describe(self.policy, steps=int(self.step.numpy()), seed=self.seed, **self.record)
         atomic.write_text(os.path.join(self.workdir, transfer_lib.POLICY_FILE), json.dumps(info, indent=1))
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def _update(self, ctx, mask, leader, actions, adv, entropy_weight):
         with tf.GradientTape() as tape:
             logp, entropy = self.policy.scores(ctx, actions, mask, leader)

@@ -72,10 +72,14 @@ class Trainer:
         if self.tc.lr_decay_steps > 0:
             lr = keras.optimizers.schedules.ExponentialDecay(lr, self.tc.lr_decay_steps, self.tc.lr_decay_rate)
         self.optimizer = keras.optimizers.Adam(lr, global_clipnorm=self.tc.clip_norm)
+        # Slots made now, not inside the first update: a tf.function that creates variables is traced twice.
+        self.optimizer.build(self.policy.trainable_variables)
         batch = tf.TensorSpec([None], tf.float32)  # one trace whatever the batch size (slots vary under SLAQ)
         signature = [tf.TensorSpec([None, problem.num_groups], tf.int32), batch, batch, batch]
         signature += [tf.TensorSpec([], tf.bool), batch, tf.TensorSpec([], tf.float32)]
-        self._update = tf.function(self._update_step, input_signature=signature, jit_compile=self.uses_xla())
+        self._update = tf.function(
+            self._update_step, input_signature=signature, jit_compile=self.uses_xla(), autograph=False
+        )
         self.step = tf.Variable(0, dtype=tf.int64, name="step")
         self.baseline = tf.Variable(0.0, dtype=tf.float64, name="baseline")
         self.has_baseline = tf.Variable(False, name="has_baseline")
@@ -171,7 +175,7 @@ class Trainer:
         devices = self.policy.greedy(self.problem.type_ids, self.problem.features, self.mask_bias, self.problem.leader)
         return self.problem.placement(devices, **{**self.metadata, "method": "rl_greedy"})
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def _imitate(self, actions, optimizer):
         with tf.GradientTape() as tape:
             logp, _ = self.policy.log_probs(self._type_ids, self._features, actions, self._mask, self._leader)
@@ -207,6 +211,7 @@ class Trainer:
             self.best_devices.assign(target)
         actions = tf.constant(target[None])
         optimizer = keras.optimizers.Adam(learning_rate, global_clipnorm=self.tc.clip_norm)
+        optimizer.build(self.policy.trainable_variables)
         loss, taken, equal = float("nan"), 0, False
         while taken < steps and not equal:
             for _ in range(min(10, steps - taken)):

@@ -113,7 +113,6 @@ def restore_intact(checkpoint, manager, latest: str, fall_back: bool = True) -> 
     first_error = None
     for path in [latest, *kept]:
         try:
-            # expect_partial: the optimizer's slots wait for the next update (pretrain_lib's restore says why).
             checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
         except (tf.errors.OpError, AssertionError, ValueError, IndexError) as e:
             first_error = first_error or f"{latest}: cannot restore checkpoint ({str(e).splitlines()[0]})"
