@@ -60,21 +60,29 @@ def recording(monkeypatch) -> list[Recorder]:
 
 
 def killing(monkeypatch, first_call: int, every: bool) -> list:
-    """Makes RayEngine kill the actor of its `first_call`-th submitted chunk (1-based) right after sending it
-    (with `every`: of every chunk from then on); returns the list of engines that submitted."""
+    """Makes RayEngine kill the actor of its `first_call`-th chunk (1-based) and then send the chunk to it
+    (with `every`: so for every chunk from then on); returns the list of engines that submitted.
+
+    The actor is known dead before the chunk is sent: a chunk sent first could finish before the kill lands.
+    """
     import ray  # noqa: PLC0415 (an optional extra; the tests that kill actors start it first)
 
     submit = RayEngine._submit
     state = {"calls": 0, "engines": []}
 
     def wrapped(self, slot, job_id, placements):
-        actor, ref = submit(self, slot, job_id, placements)
         state["calls"] += 1
         if self not in state["engines"]:
             state["engines"].append(self)
         if state["calls"] == first_call or (every and state["calls"] > first_call):
-            ray.kill(actor)  # mid-step: its chunk is in flight
-        return actor, ref
+            actor = self.actors[slot]
+            ray.kill(actor)
+            while True:  # until a call to it fails
+                try:
+                    ray.get(actor.__ray_ready__.remote(), timeout=60)
+                except ray.exceptions.RayActorError:
+                    break
+        return submit(self, slot, job_id, placements)
 
     monkeypatch.setattr(RayEngine, "_submit", wrapped)
     return state["engines"]

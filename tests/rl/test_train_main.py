@@ -83,6 +83,22 @@ def test_train_writes_results_then_resume_continues(files, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "resumed at step 6" in r.stdout
     assert json.loads((work / "summary.json").read_text())["steps"] == 9
+    ok = [f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}", f"--workdir={work}", "--seed=1"]
+
+    # Resuming a finished run changes nothing.
+    before = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
+    r = train(*ok, "--steps=9", "--resume")
+    assert r.returncode == 0 and "finished" in r.stdout, r.stderr
+    after = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
+    assert before == after
+    # run.json without a checkpoint: nothing to continue, so it starts over and says so; --max_minutes stops a
+    # long search early and still writes its results.
+    for name in os.listdir(work / "checkpoints"):
+        os.remove(work / "checkpoints" / name)
+    r = train(*ok, "--steps=100000", "--max_minutes=0.02")
+    assert r.returncode == 0 and "starting over" in r.stdout, r.stderr
+    steps = json.loads((work / "summary.json").read_text())["steps"]
+    assert 0 < steps < 100000 and (work / "best_placement.json").exists()
 
 
 def test_bad_input_exits_2_and_leaves_the_workdir(files, tmp_path):
@@ -129,24 +145,3 @@ def test_every_sample_failing_reports_cleanly(files, tmp_path):
     summary = json.loads((tmp_path / "w" / "summary.json").read_text())
     assert summary["best_step_time"] is None
     assert not (tmp_path / "w" / "best_placement.json").exists()
-
-
-def test_finished_resume_changes_nothing_and_a_run_without_checkpoint_starts_over(files, tmp_path):
-    work = tmp_path / "w"
-    ok = [f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}", f"--workdir={work}"]
-    # --max_minutes stops a long search early and still writes its results.
-    r = train(*ok, "--steps=100000", "--max_minutes=0.02")
-    assert r.returncode == 0, r.stderr
-    steps = json.loads((work / "summary.json").read_text())["steps"]
-    assert 0 < steps < 100000 and (work / "best_placement.json").exists()
-    before = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
-    r = train(*ok, f"--steps={steps}", "--resume")
-    assert r.returncode == 0 and "finished" in r.stdout, r.stderr
-    after = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
-    assert before == after
-    # run.json without a checkpoint: nothing to continue, so it starts over and says so.
-    for name in os.listdir(work / "checkpoints"):
-        os.remove(work / "checkpoints" / name)
-    r = train(*ok, "--steps=2")
-    assert r.returncode == 0 and "starting over" in r.stdout, r.stderr
-    assert json.loads((work / "summary.json").read_text())["steps"] == 2
