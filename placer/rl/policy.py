@@ -200,28 +200,30 @@ class PlacementPolicy(keras.Model):
             tf.reduce_sum(entropy * own, axis=1) / tf.maximum(tf.reduce_sum(own), 1.0),
         )
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)  # the loop written out: converting it costs a second
     def _sample(self, type_ids, features, mask_bias, leader, num_samples, noise_std, greedy, seed):
         enc = self.encode(type_ids, features)
         keys = self._keys(enc)
         per_device, per_group = self._input_gates(enc)
         values = self._values(enc)
-        g = tf.shape(type_ids)[0]
         k = num_samples
-        h = tf.zeros([k, self.hidden_size])
-        c = tf.zeros([k, self.hidden_size])
-        prev = tf.fill([k], self.num_devices)
-        out = tf.TensorArray(tf.int32, size=g, clear_after_read=False, element_shape=tf.TensorShape([None]))
-        for t in tf.range(g):
+
+        def step(t, h, c, prev, out):
             h, c = self._cell(tf.gather(per_device, prev) + per_group[t], h, c)
             logits = self._logits(h, enc, keys, values)
-            logits += noise_std * tf.random.stateless_normal(tf.shape(logits), seed=seed + [t, 0])
+            logits += noise_std * tf.random.stateless_normal(tf.shape(logits), seed=seed + tf.stack([t, 0]))
             logits += mask_bias[t][tf.newaxis]
-            sampled = tf.random.stateless_categorical(logits, 1, seed=seed + [0, t], dtype=tf.int32)[:, 0]
+            sampled = tf.random.stateless_categorical(logits, 1, seed=seed + tf.stack([0, t]), dtype=tf.int32)[:, 0]
             prev = tf.where(greedy, tf.argmax(logits, axis=-1, output_type=tf.int32), sampled)
-            if leader[t] != t:  # tied to an earlier group: copy its device
-                prev = out.read(leader[t])
-            out = out.write(t, prev)
+            # A group tied to an earlier one copies its device.
+            prev = tf.cond(leader[t] != t, lambda: out.read(leader[t]), lambda: prev)
+            return t + 1, h, c, prev, out.write(t, prev)
+
+        g = tf.shape(type_ids)[0]
+        zeros = tf.zeros([k, self.hidden_size])
+        out = tf.TensorArray(tf.int32, size=g, clear_after_read=False, element_shape=tf.TensorShape([None]))
+        start = (tf.constant(0), zeros, zeros, tf.fill([k], self.num_devices), out)
+        out = tf.while_loop(lambda t, *_: t < g, step, start)[-1]
         return tf.transpose(out.stack())
 
     def sample(
