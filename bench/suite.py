@@ -27,6 +27,7 @@ import time
 from absl import app, flags
 
 from bench import report, suite_graphs, suite_report, suite_runs
+from placer import cli
 
 TASKS_PER_PROCESS = 8  # runs per worker process before a fresh one (TensorFlow's memory does not all come back)
 SPLIT = os.path.join(suite_graphs.ROOT, "bench", "suite_split.json")
@@ -150,7 +151,7 @@ def execute(jobs: list[dict], results: str, commit: str, workers: int, ray_addre
         import ray  # noqa: PLC0415 (the optional ray extra)
 
         ray.init(address=ray_address, log_to_driver=False)
-        remote = ray.remote(num_cpus=1, max_calls=1)(suite_runs.run_job)
+        remote = ray.remote(num_cpus=1, max_calls=1)(run_in_worker)
         refs = [remote.remote(j) for j in todo]
         for k in range(1, len(refs) + 1):
             (ready,), refs = ray.wait(refs, num_returns=1)
@@ -161,10 +162,24 @@ def execute(jobs: list[dict], results: str, commit: str, workers: int, ray_addre
     else:
         # multiprocessing's Pool, not concurrent.futures: Python 3.11's executor can hang when a worker
         # retires after max_tasks_per_child.
-        with multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=TASKS_PER_PROCESS) as pool:
+        spawn = multiprocessing.get_context("spawn")
+        with spawn.Pool(workers, worker_start, maxtasksperchild=TASKS_PER_PROCESS) as pool:
             for k, r in enumerate(pool.imap_unordered(suite_runs.run_job, todo, chunksize=1), 1):
                 done(k, r)
     return len(todo)
+
+
+def worker_start() -> None:
+    """Readies a fresh worker process: OR-Tools loads before TensorFlow, as the exact method needs
+    (placer.measure.exact says why), and TensorFlow's C++ logs stay off."""
+    cli.quiet_tensorflow([])
+    from placer.measure import exact  # noqa: F401, PLC0415 (before any run imports TensorFlow)
+
+
+def run_in_worker(job: dict) -> dict:
+    """`suite_runs.run_job` as a Ray task (a fresh process each)."""
+    worker_start()
+    return suite_runs.run_job(job)
 
 
 def prepare_one(graph: str, cluster: str) -> tuple[str, str, str]:
@@ -183,7 +198,7 @@ def prepare(graphs: list[str], clusters: list[str], workers: int, log=print) -> 
         if workers <= 0:
             sizes = [prepare_one(g, c) for g in graphs]
         else:
-            with multiprocessing.get_context("spawn").Pool(workers, maxtasksperchild=1) as pool:
+            with multiprocessing.get_context("spawn").Pool(workers, worker_start, maxtasksperchild=1) as pool:
                 sizes = pool.starmap(prepare_one, [(g, c) for g in graphs], chunksize=1)
         log(f"{c}: {len(sizes)} graphs in {time.time() - t0:.0f} s ({', '.join(f'{g} {n}' for g, _, n in sizes)})")
 

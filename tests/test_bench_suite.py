@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import multiprocessing
 import os
 
 import pytest
@@ -196,3 +197,21 @@ def test_a_graph_that_cannot_be_built_is_named_and_the_others_go_on():
     assert suite.prepare_one("dag300", "k80x2") == ("dag300", "k80x2", "300")
     graph, cluster, why = suite.prepare_one("dag300", "no_such_cluster")
     assert (graph, cluster) == ("dag300", "no_such_cluster") and why.startswith("failed: InputError: no_such_cluster")
+
+
+def _exact_after_tensorflow() -> float:
+    """In a suite worker: loads TensorFlow, as a learned run does, then solves two chains on two GPUs exactly."""
+    import tensorflow  # noqa: F401, PLC0415
+
+    from placer.measure import exact  # noqa: PLC0415
+    from tests.hand_graphs import chains_and_gpus  # noqa: PLC0415
+
+    _, result = exact.place(*chains_and_gpus(), time_limit=30.0)
+    return result.step_time
+
+
+@pytest.mark.slow
+def test_a_suite_worker_can_run_the_exact_method_after_tensorflow():
+    # CP-SAT crashes in a process that loaded TensorFlow first; a worker runs learned methods before exact.
+    with multiprocessing.get_context("spawn").Pool(1, suite.worker_start) as pool:
+        assert pool.apply(_exact_after_tensorflow) == pytest.approx(3.0)  # one chain per GPU, by hand
