@@ -355,10 +355,9 @@ class Trainer:
             "failed_fraction": float(failed.mean()),
             "device_share": np.bincount(actions.ravel(), minlength=len(self.problem.device_names)).tolist(),
             "learning_rate": float(self._lr(step)),
-            "failures": sorted({m.failure for m in results if not m.ok}),
         }
         self.t0 = time.time()
-        self.history.append({k: v for k, v in stats.items() if k != "failures"})
+        self.history.append(stats)
         self.summaries.write(stats)
         return stats
 

@@ -166,6 +166,7 @@ class Loop:
         tl = time.perf_counter()
         stats = self.learner.observe(devices, results)
         self.learner_seconds += time.perf_counter() - tl
+        stats = {**stats, "failures": sorted({m.failure for m in results if not m.ok})}  # every method alike
         if self.first_round is None:
             self.first_round = (self.learner_seconds, self.placements - before)
         self.rounds += 1

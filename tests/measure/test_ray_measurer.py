@@ -21,6 +21,7 @@ pytestmark = pytest.mark.xdist_group("ray")
 # so the first placements measured are the first step's samples.
 TINY = [
     "--config=configs/nmt.py:tiny",
+    "--config.placer.train.method=seq2seq",
     "--config.placer.policy.hidden_size=16",
     "--config.placer.grouping.target_groups=16",
     "--config.placer.train.warm_start=",

@@ -100,7 +100,8 @@ def test_config_overrides_work_with_graph_and_no_config(tmp_path):
     base = ["--noprogress", f"--workdir={tmp_path / 'w'}"]
     r = binaries.run(
         "placer.train_main", *base, f"--graph={tmp_path / 'g.json'}", f"--cluster={tmp_path / 'c.json'}", "--steps=1",
-        "--config.placer.train.warm_start=", "--config.placer.policy.hidden_size=8",
+        "--config.placer.train.method=seq2seq", "--config.placer.train.warm_start=",
+        "--config.placer.policy.hidden_size=8",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads((tmp_path / "w" / "summary.json").read_text())["warm_start"] is None

@@ -26,7 +26,12 @@ def files(tmp_path_factory):
 
 
 def train(files, work, *args):
-    base = ("--noprogress", "--config=configs/nmt.py:tiny", "--config.placer.policy.hidden_size=16")
+    base = (
+        "--noprogress",
+        "--config=configs/nmt.py:tiny",
+        "--config.placer.train.method=seq2seq",
+        "--config.placer.policy.hidden_size=16",
+    )
     return binaries.run(
         "placer.train_main", *base, f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}",
         f"--workdir={work}", "--config.placer.train.checkpoint_every=1", *args,

@@ -47,6 +47,7 @@ def _command(files, work, steps, *extra):
         "placer.train_main",
         "--noprogress",
         "--config=configs/nmt.py:tiny",
+        "--config.placer.train.method=seq2seq",
         "--config.placer.policy.hidden_size=16",
         "--config.placer.train.warm_start=",
         "--config.placer.train.checkpoint_every=5",

@@ -29,6 +29,7 @@ def _args(files, work, steps):
     return [
         "--noprogress",
         "--config=configs/nmt.py:tiny",
+        "--config.placer.train.method=seq2seq",
         "--config.placer.policy.hidden_size=16",
         "--config.placer.train.warm_start=",
         "--config.placer.train.checkpoint_every=5",

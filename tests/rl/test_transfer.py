@@ -203,6 +203,7 @@ def test_train_fine_tunes_from_a_pretrained_policy(tmp_path):
     pretrain_lib.run(config, workdir=str(tmp_path / "policy"), steps=2, seed=0, progress=False, log=lambda *_: None)
     graph_io.save(generated.generate("chain", 20, 9), str(tmp_path / "g.graph.json"))
     config.placer.train.warm_start = ""
+    config.placer.train.method = "seq2seq"  # fine-tuned by REINFORCE
     summary = train_lib.run(
         config,
         workdir=str(tmp_path / "run"),
