@@ -42,6 +42,7 @@ from placer.testing.workloads import write_workload
 TRAIN_FLAGS = [
     "--noprogress",
     "--config=configs/nmt.py:tiny",
+    "--config.placer.train.method=seq2seq",
     "--config.placer.policy.hidden_size=16",
     "--config.placer.train.checkpoint_every=10",
     "--seed=0",

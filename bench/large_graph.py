@@ -128,7 +128,11 @@ def main() -> int:
             ("extract", "placer.extract_main", ["--graph=g.json.gz", "--out=out.graph.json.gz"]),
             ("measure", "placer.measure_main", [*files, "--baseline=single_gpu"]),
             ("compare --out", "placer.compare_main", [*files, "--methods=single_gpu,metis", "--out=cmp"]),
-            ("train, 1 step", "placer.train_main", [*files, "--steps=1", "--workdir=w", "--noprogress"]),
+            (
+                "train, 1 step",
+                "placer.train_main",
+                [*files, "--steps=1", "--workdir=w", "--noprogress", "--config.placer.train.method=seq2seq"],
+            ),
         ]
         for name, module, argv in runs:
             r = median_run(module, argv, d, args.timeout, args.repeats)

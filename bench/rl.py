@@ -81,6 +81,7 @@ def _rl(config, method: str, minutes: float, steps: int, seed: int, out: str, gr
     from placer.rl import train_lib
 
     config = config.copy_and_resolve_references()
+    config.placer.train.method = "seq2seq"  # every variant here is the paper's policy, whatever the default
     if method == "rl_paper":
         common.paper_method(config.placer)
     elif method in ("rl_fixed", "rl_memory"):

@@ -78,6 +78,7 @@ def one_row(spec: str, preset: str, rl_steps: int, log, rl_minutes: float = DEFA
     cluster = cluster_lib.load(preset)
     config = configs_util.load_config(spec)
     config.cluster, config.measure = preset, "sim"
+    config.placer.train.method = "seq2seq"  # the paper's RL, whatever placer-train's default
     t0 = time.time()
     graph = pipeline.load_graph(cluster, config=config).graph
     load_s = time.time() - t0

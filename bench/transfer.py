@@ -87,6 +87,7 @@ def search(
     path = os.path.join(workdir, "graph.json")
     graph_io.save(load_graph(spec, cluster_lib.load(cluster)), path)
     config = common.attach(ml_collections.ConfigDict(), cluster=cluster)
+    config.placer.train.method = "seq2seq"  # REINFORCE fine-tunes the policy, whatever the default
     if not warm:
         config.placer.train.warm_start = ""
     if gnn:
