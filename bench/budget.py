@@ -76,7 +76,7 @@ def config_for(spec: str, method: str):
         tc.method = "seq2seq"
     elif method == "rl_fixed":  # today's seq2seq settings, from scratch
         tc.method, tc.warm_start = "seq2seq", ""
-    elif method == "rl_warm":  # placer-train's default: seq2seq warm-started from the fastest baseline
+    elif method == "rl_warm":  # seq2seq warm-started from the fastest baseline
         tc.method = "seq2seq"
     elif method in PRETRAINED:
         tc.method = PRETRAINED[method]

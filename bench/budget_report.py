@@ -126,7 +126,7 @@ def section(runs: list[dict], settings: dict) -> str:
 
 
 def _warm(runs, settings) -> list[str]:
-    """Lines comparing placer-train's default (seq2seq warm-started, `rl_warm`) with annealing from the same start."""
+    """Lines comparing seq2seq warm-started (`rl_warm`) with annealing from the same start."""
     lines = []
     for graph in settings["graphs"]:
         ref = {r["seed"]: r for r in _runs(runs, graph, "annealing_warm")}
@@ -140,7 +140,7 @@ def _warm(runs, settings) -> list[str]:
             lines.append(f"- {graph}, seeds {', '.join(str(r['seed']) for r in rs)}: " + "; ".join(cells))
     if not lines:
         return []
-    head = ("Warm starts: `rl_warm` (placer-train's default, seq2seq started by imitating the fastest baseline, whose "
+    head = ("Warm starts: `rl_warm` (seq2seq started by imitating the fastest baseline, whose "
             "measurements count) against `annealing_warm` (annealing started from that baseline's placement), "
             "signed % per seed at each budget (+ = slower):")  # fmt: skip
     return [head, ""] + lines + [""]

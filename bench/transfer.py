@@ -72,7 +72,7 @@ def search(
 ) -> dict:
     """A per-graph RL search (placer-train's library) on a graph spec; returns its summary and curve.
 
-    From scratch unless `warm` (placer-train's default: warm start from the best baseline) or
+    From scratch unless `warm` (seq2seq's default warm start, from the best baseline) or
     `init_from` (a pretrained policy's folder, fine-tuned without a warm start). The seq2seq
     policy unless `init_from` or `gnn` (the graph policy, untrained, with its group bias table).
     """
@@ -309,8 +309,8 @@ def report(res: dict, settings: str) -> tuple[str, list[str]]:
     body = "\n\n".join([
         f"Settings: {settings}. Simulator measurements, step times in ms. The per-graph search is placer-train's "
         "seq2seq policy from scratch (warm start off), as the targets ask, with a "
-        f"{_SEARCH_SECONDS.value:.0f} s budget instead of 30 minutes; the warm search is placer-train's default "
-        "(warm start from the best baseline), shown beside it as the stronger reference. Zero-shot is the best of the "
+        f"{_SEARCH_SECONDS.value:.0f} s budget instead of 30 minutes; the warm search is placer-train's seq2seq "
+        "with its default warm start (from the best baseline), shown beside it as the stronger reference. Zero-shot is the best of the "
         f"greedy placement and as many samples (at most {_SAMPLES.value}) as fit in {_ZS_SECONDS.value:.0f} s of wall "
         "time, the graph's grouping included; random search and simulated annealing (from single_gpu, "
         "baselines/search.py) on the same groups measure as many placements, with no training at all.",

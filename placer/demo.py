@@ -33,6 +33,7 @@ def main(argv):
     config = configs_util.load_config(_CONFIG.value)
     config.cluster = _CLUSTER.value
     config.measure = "sim"
+    config.placer.train.method = "seq2seq"  # the paper's RL, whatever placer-train's default
     if os.path.exists(os.path.join(_WORKDIR.value, "run.json")):
         shutil.rmtree(_WORKDIR.value)
     summary = train_lib.run(

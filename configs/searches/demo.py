@@ -22,6 +22,7 @@ def _job(name, config, arrival_s, **fields):
     job.arrival_s = float(arrival_s)
     job.steps = 40  # REINFORCE iterations per search (our choice: enough to see curves flatten)
     job.seed = 0
+    job.method = "seq2seq"  # the paper's RL search, whose settings the fields below are
     job.max_slots = 4  # the paper's samples per step (TF hierarchical placer)
     job.hidden_size = 64  # small policy: the demo runs on a CPU (paper: 512)
     for key, value in fields.items():

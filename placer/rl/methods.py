@@ -34,8 +34,8 @@ METHODS = {
     "exact": Method(learn_exact.Exact, learn_anneal.Config),
 }
 
-# The method placer-train runs unless told otherwise.
-DEFAULT = "seq2seq"
+# The method placer-train runs unless told otherwise (configs/common.py sets the same).
+DEFAULT = "annealing_warm"
 
 
 def names() -> list[str]:

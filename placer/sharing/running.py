@@ -1,6 +1,6 @@
 """One search of `placer-search` as it runs: its method, thread, slots, SLAQ state and curve.
 
-A search runs the method its job names (placer.rl.methods, default seq2seq).
+A search runs the method its job names (placer.rl.methods; default placer-train's).
 Holding k slots, it asks its method for k placements per iteration (for
 seq2seq, its REINFORCE batch) and measures them in parallel, one per slot,
 through the engine; each iteration reports its loss to its SLAQ JobState.

@@ -2,8 +2,8 @@
 
 Zhang et al., "SLAQ: Quality-Driven Scheduling for Distributed Machine
 Learning" (SoCC 2017), applied to placement searches: every search of a jobs
-file runs its method (placer.rl.methods: the paper's REINFORCE by default,
-or any other, e.g. `"method": "annealing_warm"`) in its own thread; every
+file runs its method (placer.rl.methods: placer-train's default unless the
+job names one, e.g. `"method": "seq2seq"`) in its own thread; every
 epoch the allocator (SLAQ or fair share) reassigns the pool's slots. A search
 holding k slots measures k placements per iteration in parallel, one per
 slot, through the engine (threads here, or Ray actors on several machines);
