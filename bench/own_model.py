@@ -24,6 +24,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -87,7 +88,8 @@ def ops_in_step(path: str) -> int:
 
 def bench_model(name: str, spec: str, root: str, max_placements: int) -> dict:
     folder = os.path.join(root, name)
-    os.makedirs(folder, exist_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)  # an earlier run's outputs: the commands refuse to overwrite them
+    os.makedirs(folder)
     seconds = {}
     for step, argv in commands(spec, folder, max_placements).items():
         print(f"{name}: {' '.join(argv)}", flush=True)
