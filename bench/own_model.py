@@ -100,6 +100,7 @@ def bench_model(name: str, spec: str, root: str, max_placements: int) -> dict:
         rows = list(csv.DictReader(f))
     applied = json.load(open(os.path.join(folder, "apply.json")))
     apply_log = open(os.path.join(folder, "apply.log")).read()
+    train_log = open(os.path.join(folder, "train.log")).read()
     return {
         "name": name,
         "spec": spec,
@@ -110,7 +111,8 @@ def bench_model(name: str, spec: str, root: str, max_placements: int) -> dict:
         "groups_train": summary["groups"],
         "best": summary["best_step_time"],
         "placements": summary["placements"],
-        "warm_start": summary.get("warm_start", {}).get("method"),
+        "method": summary["method"],
+        "warm_start": re.search(r"^warm start: on, from (\S+)", train_log, re.M).group(1),
         "rows": rows,
         "verified": re.search(r"^verified: (\d+)", apply_log, re.M).group(1),
         "apply_line": re.search(r"^step time: .*$", apply_log, re.M).group(0),
@@ -132,7 +134,7 @@ def section(results: list[dict], commit: str) -> str:
             f"says warm-started methods place, {r['groups_train']} placed by placer-train"
         )
         out.append(
-            f"- search (placer-train, seq2seq warm-started from {r['warm_start']}): best "
+            f"- search (placer-train, {r['method']} warm-started from {r['warm_start']}): best "
             f"{r['best'] * 1e3:.3f} ms after {r['placements']} measured placements"
         )
         times = [
