@@ -78,11 +78,13 @@ def killing(monkeypatch, first_call: int, every: bool) -> list:
         if state["calls"] == first_call or (every and state["calls"] > first_call):
             actor = self.actors[slot]
             ray.kill(actor)
-            while True:  # until a call to it fails
+            for _ in range(100):  # until a call to it fails (the kill is asynchronous)
                 try:
                     ray.get(actor.__ray_ready__.remote(), timeout=60)
                 except ray.exceptions.RayActorError:
                     break
+            else:
+                raise AssertionError("the killed actor still answers")
         return submit(self, slot, job_id, placements)
 
     monkeypatch.setattr(RayEngine, "_submit", wrapped)

@@ -14,7 +14,7 @@ import pytest
 from placer.core import io as graph_io
 from placer.core.op_graph import OpGraph
 from tests import binaries
-from tests.hand_graphs import MB, two_chains, write_gpu_cluster
+from tests.hand_graphs import MB, write_chains_and_gpus, write_gpu_cluster
 
 pytestmark = pytest.mark.slow  # every test trains a policy (tens of seconds on 2 cores)
 
@@ -22,16 +22,14 @@ pytestmark = pytest.mark.slow  # every test trains a policy (tens of seconds on 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("train")
-    graph = two_chains(edge_bytes=100 * MB, gpu_seconds=np.ones(6))
-    graph_io.save(graph, str(d / "g.graph.json"))
+    write_chains_and_gpus(d)  # g.graph.json, gpus.json
     names = [f"{c}{i}" for c in "ab" for i in range(3)]
     edges = [(f"{c}{i}", f"{c}{i + 1}", 100 * MB) for c in "ab" for i in range(2)]
     other = OpGraph.create(
         "other", names[:4], ["MatMul"] * 4, edges[:2], device_types=["GPU"], compute_cost=np.ones((4, 1))
     )
     graph_io.save(other, str(d / "other.graph.json"))
-    for name, mem in (("gpus", 16 << 30), ("tiny", 1 * MB)):
-        write_gpu_cluster(d / f"{name}.json", name, mem)
+    write_gpu_cluster(d / "tiny.json", "tiny", 1 * MB)
     return d
 
 
@@ -45,14 +43,9 @@ def train(*args):
 
 def test_train_writes_results_then_resume_continues(files, tmp_path):
     work = tmp_path / "w"
-    r = train(
-        "--config.placer.train.method=seq2seq",
-        f"--graph={files / 'g.graph.json'}",
-        f"--cluster={files / 'gpus.json'}",
-        f"--workdir={work}",
-        "--steps=6",
-        "--seed=1",
-    )
+    ok = [f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}", f"--workdir={work}", "--seed=1"]
+    ok.append("--config.placer.train.method=seq2seq")
+    r = train(*ok, "--steps=6")
     assert r.returncode == 0, r.stderr
     summary = json.loads((work / "summary.json").read_text())
     assert summary["steps"] == 6
@@ -73,20 +66,10 @@ def test_train_writes_results_then_resume_continues(files, tmp_path):
     # Warm start (all baselines): the imitated placement is the best at step 0 and never beaten downwards.
     assert summary["warm_start"]["step_time"] >= summary["best_step_time"]
 
-    r = train(
-        f"--graph={files / 'g.graph.json'}",
-        f"--cluster={files / 'gpus.json'}",
-        f"--workdir={work}",
-        "--steps=9",
-        "--seed=1",
-        "--resume",
-        "--config.placer.train.method=seq2seq",
-    )
+    r = train(*ok, "--steps=9", "--resume")
     assert r.returncode == 0, r.stderr
     assert "resumed at step 6" in r.stdout
     assert json.loads((work / "summary.json").read_text())["steps"] == 9
-    ok = [f"--graph={files / 'g.graph.json'}", f"--cluster={files / 'gpus.json'}", f"--workdir={work}", "--seed=1"]
-    ok.append("--config.placer.train.method=seq2seq")
 
     # Resuming a finished run changes nothing.
     before = {p: os.path.getmtime(os.path.join(dp, p)) for dp, _, fs in os.walk(work) for p in fs}
