@@ -49,6 +49,7 @@ def define_flags() -> None:
         _FINAL, \
         _TOP, \
         _WALL, \
+        _WALL_GRAPHS, \
         _WORKERS, \
         _RAY, \
         _RESULTS, \
@@ -70,6 +71,9 @@ def define_flags() -> None:
     _FINAL = flags.DEFINE_integer("final_budget", 4000, "Placements of the later phase (0: none).")
     _TOP = flags.DEFINE_integer("top", 3, "Methods run again at --final_budget (and the best learned one).")
     _WALL = flags.DEFINE_integer("wall_seconds", 300, "Wall-time runs of this many seconds (0: none).")
+    _WALL_GRAPHS = flags.DEFINE_list(
+        "wall_graphs", QUICK_GRAPHS, "Graphs of the wall-time runs (each method for --wall_seconds, 7 methods a graph)."
+    )
     _WORKERS = flags.DEFINE_integer("workers", 2, "Runs at a time in worker processes (0: in this process).")
     _RAY = flags.DEFINE_string(
         "ray_address", "", "Run the jobs as Ray tasks on this cluster (the checkout on every node)."
@@ -113,8 +117,9 @@ def chosen(results: list[dict], tune: set[str], budget: int, top: int) -> list[s
     return list(dict.fromkeys(ranked[:top] + learned[:1]))
 
 
-def later_jobs(results, graphs, clusters, seeds, split, budget, final, top, wall) -> list[dict]:
-    """The full tier's later phases: the chosen methods at `final` placements; every method for `wall` s."""
+def later_jobs(results, graphs, clusters, seeds, split, budget, final, top, wall, wall_graphs=None) -> list[dict]:
+    """The full tier's later phases: the chosen methods at `final` placements; every method for `wall` s
+    on `wall_graphs` (default: `graphs`)."""
     jobs = []
     if final:
         for m in chosen(results, set(split["tune"]), budget, top):
@@ -122,7 +127,7 @@ def later_jobs(results, graphs, clusters, seeds, split, budget, final, top, wall
                      for g in graphs for c in clusters for s in seeds]  # fmt: skip
     if wall:
         for r in results:  # each method's budget run on (graph, first cluster, first seed) gives its rate
-            if (r["kind"], r["cluster"], r["seed"], r["budget"]) == ("learned", clusters[0], seeds[0], budget) and r["graph"] in graphs and r["best"]:  # fmt: skip
+            if (r["kind"], r["cluster"], r["seed"], r["budget"]) == ("learned", clusters[0], seeds[0], budget) and r["graph"] in (wall_graphs or graphs) and r["best"]:  # fmt: skip
                 rate = r["placements"] / max(r["search_seconds"], 1e-9)  # placements a second
                 cap = max(budget, int(rate * wall))  # a budget for the cooling: what it measures in `wall` s
                 jobs.append({**{k: r[k] for k in ("graph", "cluster", "method", "seed", "kind")}, "budget": f"{wall}s", "cap": cap})  # fmt: skip
@@ -307,7 +312,16 @@ def main(argv):
             mine = [r for r in suite_report.latest(suite_runs.load_all(_RESULTS.value)) if r["commit"] == commit]
             split = load_split()
             more = later_jobs(
-                mine, graphs, clusters, seeds, split, _BUDGET.value, _FINAL.value, _TOP.value, _WALL.value
+                mine,
+                graphs,
+                clusters,
+                seeds,
+                split,
+                _BUDGET.value,
+                _FINAL.value,
+                _TOP.value,
+                _WALL.value,
+                [g for g in _WALL_GRAPHS.value if g in graphs],
             )
             execute(more, _RESULTS.value, commit, _WORKERS.value, _RAY.value)
         print(f"suite runs finished in {time.time() - t0:.0f} s", flush=True)

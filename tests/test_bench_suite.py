@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import os
 
+import grimp
 import pytest
 
 from bench import suite, suite_graphs, suite_report, suite_runs
@@ -191,6 +192,21 @@ def test_later_phases_pick_on_the_tune_split_and_size_wall_runs_by_rate():
     wall = {j["method"]: j["cap"] for j in jobs if j["budget"] == "300s"}
     # annealing_warm measured 1,000 placements in 100 s: 3,000 in 300 s; the others 1,000 in 10 s: 30,000.
     assert wall == {"annealing_warm": 3000, "mixed": 30000, "better": 30000}
+    # Wall-time runs only on the graphs named for them; the 4,000-placement phase still covers every graph.
+    jobs = suite.later_jobs(results, ["g1", "g2"], ["k80x4"], [0], {"tune": ["g1"]}, 1000, 4000, 1, 300, ["g2"])
+    assert {j["graph"] for j in jobs if j["budget"] == "300s"} == {"g2"}
+    assert {j["graph"] for j in jobs if j["budget"] == 4000} == {"g1", "g2"}
+
+
+def test_a_results_commit_covers_every_module_a_run_imports():
+    """A change to any module a run imports must make the results stale: each lies under CODE_PATHS."""
+    graph = grimp.build_graph("placer", "graphs", "models", "configs", "baselines", "bench", cache_dir=None)
+    imported = graph.find_upstream_modules("bench.suite_runs") | {"bench.suite_runs"}
+    files = {m.replace(".", "/") for m in imported}
+    uncovered = sorted(f for f in files if not any(f == p.removesuffix(".py") or f.startswith(p + "/") for p in suite_runs.CODE_PATHS))  # fmt: skip
+    assert uncovered == []
+    assert {"placer/measure/fast", "placer/rl/learn_exact", "baselines/scotch"} <= files  # what a run measures
+    assert not any(f.startswith(("placer/sharing", "placer/apply")) for f in files)  # left out on purpose
 
 
 def test_a_graph_that_cannot_be_built_is_named_and_the_others_go_on():
