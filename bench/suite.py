@@ -82,7 +82,9 @@ def define_flags() -> None:
     _OUT = flags.DEFINE_string("out", OUT, "Folder of the PNG.")
     _REPORT_ONLY = flags.DEFINE_bool("report_only", False, "Run nothing: write the report from the result files.")
     _WRITE = flags.DEFINE_bool("write", True, "Write the BENCHMARKS.md section.")
-    _COMMIT = flags.DEFINE_string("commit", "", "The report's code commit (default: that of the run finished last).")
+    _COMMIT = flags.DEFINE_string(
+        "commit", "", "Report the results of this code commit (default: those of the current code)."
+    )
     _NOTE = flags.DEFINE_string("note", "", "A sentence for the section (how long the run took, what was left out).")
     _DRY = flags.DEFINE_bool("dry_run", False, "Print the runs still to do, run nothing.")
 
@@ -134,17 +136,20 @@ def later_jobs(results, graphs, clusters, seeds, split, budget, final, top, wall
     return jobs
 
 
-def execute(jobs: list[dict], results: str, commit: str, workers: int, ray_address: str = "", log=print) -> int:
+def execute(jobs: list[dict], results: str, commits: dict, workers: int, ray_address: str = "", log=print) -> int:
     """Runs the jobs that have no result yet, saving each result as it finishes; returns how many ran.
 
-    `workers` 0: one after another in this process; else that many at a
+    `commits`: each run's code commit by suite_runs.key (suite_runs.code_commits). `workers` 0: one
+    after another in this process; else that many at a
     time in spawned worker processes, a fresh one every TASKS_PER_PROCESS runs; with
     `ray_address`, as Ray tasks of that cluster.
     """
-    todo = suite_runs.pending(jobs, results, commit)
-    log(f"{len(jobs) - len(todo)} of {len(jobs)} runs done at {commit}; {len(todo)} to run")
+    todo = suite_runs.pending(jobs, results, commits)
+    at = ", ".join(sorted(set(commits.values())))
+    log(f"{len(jobs) - len(todo)} of {len(jobs)} runs done at {at}; {len(todo)} to run")
     # The slowest method first, so the pool's last minutes are not one long run alone.
-    todo = sorted(({**j, "commit": commit} for j in todo), key=lambda j: j["method"] not in SLOW_FIRST)
+    todo = [{**j, "commit": commits[suite_runs.key(j)]} for j in todo]
+    todo.sort(key=lambda j: j["method"] not in SLOW_FIRST)
 
     def done(k: int, r: dict) -> None:
         suite_runs.save(results, r)
@@ -269,16 +274,16 @@ def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
 def write_report(results_dir: str, out: str, settings: dict, write: bool, commit: str = "", log=print) -> str:
     """Writes the PNG and (with `write`) the BENCHMARKS.md section; returns the section's Markdown.
 
-    Only the results of one code commit go in: `commit`, else that of the run finished last.
+    Only the results of the code as it is go in (suite_runs.current), or with `commit` those of that commit.
     """
     everything = suite_runs.load_all(results_dir)
-    if not everything:
-        log(f"{results_dir}: no results yet")
+    mine = [r for r in everything if r["commit"] == commit] if commit else suite_runs.current(everything)
+    results = suite_report.latest(mine)
+    if not results:
+        log(f"{results_dir}: no results of {commit or 'the current code'} yet")
         return ""
-    commit = commit or max(everything, key=lambda r: r.get("finished", ""))["commit"]
-    results = suite_report.latest([r for r in everything if r["commit"] == commit])
     if len(results) < len(everything):
-        log(f"{len(everything) - len(results)} results of other commits than {commit} left out of the report")
+        log(f"{len(everything) - len(results)} results of older code or other commits left out of the report")
     png = os.path.join(out, "ratio_to_bound.png")
     budgets = sorted({int(r["budget"]) for r in results if str(r["budget"]).isdigit() and int(r["budget"]) > 0})
     suite_report.plot(results, budgets[0] if budgets else 0, png)
@@ -299,17 +304,17 @@ def main(argv):
     if not _REPORT_ONLY.value:
         methods = _METHODS.value or suite_runs.learned_methods()
         baselines = _BASELINES.value or suite_runs.baseline_methods()
-        commit = suite_runs.code_commit()
+        commits = suite_runs.code_commits(methods)
         jobs = first_jobs(graphs, clusters, methods, baselines, seeds, _BUDGET.value)
         if _DRY.value:
-            for j in suite_runs.pending(jobs, _RESULTS.value, commit):
+            for j in suite_runs.pending(jobs, _RESULTS.value, commits):
                 print(j)
             return
         t0 = time.time()
         prepare(graphs, clusters, 0 if _RAY.value else _WORKERS.value)
-        execute(jobs, _RESULTS.value, commit, _WORKERS.value, _RAY.value)
+        execute(jobs, _RESULTS.value, commits, _WORKERS.value, _RAY.value)
         if not quick and (_FINAL.value or _WALL.value):
-            mine = [r for r in suite_report.latest(suite_runs.load_all(_RESULTS.value)) if r["commit"] == commit]
+            mine = suite_report.latest(suite_runs.current(suite_runs.load_all(_RESULTS.value), commits))
             split = load_split()
             more = later_jobs(
                 mine,
@@ -323,7 +328,7 @@ def main(argv):
                 _WALL.value,
                 [g for g in _WALL_GRAPHS.value if g in graphs],
             )
-            execute(more, _RESULTS.value, commit, _WORKERS.value, _RAY.value)
+            execute(more, _RESULTS.value, commits, _WORKERS.value, _RAY.value)
         print(f"suite runs finished in {time.time() - t0:.0f} s", flush=True)
     print(write_report(_RESULTS.value, _OUT.value, settings, _WRITE.value, _COMMIT.value))
 

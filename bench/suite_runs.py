@@ -5,9 +5,10 @@ learned method (placer.rl.methods, every one the registry holds) given
 `budget` measured placements, or a baseline (baselines.registry, budget 0:
 one placement, measured once). Each finished run is one small JSON file,
 RESULTS/CLUSTER/GRAPH/METHOD-bBUDGET-sSEED-COMMIT.json, COMMIT being the last
-commit of the code a run measures (`code_commit`): a later commit that changes
-only results or docs keeps every result current, a change to the code makes
-them all stale. A run whose file exists is skipped, so a killed suite resumes
+commit of the code a run measures (`code_commits`, per method): a later
+commit that changes only results, docs or code no run imports keeps every
+result current; a change to one method's own code makes only its results
+stale, a change to the code they share makes them all stale. A run whose file exists is skipped, so a killed suite resumes
 and another machine continues it from the committed files.
 """
 
@@ -27,24 +28,69 @@ from placer.core.errors import InputError
 
 ROOT = suite_graphs.ROOT
 RESULTS = os.path.join(ROOT, "bench", "results", "suite")
-# The code a run's result depends on: what bench/suite_runs.py imports (tests/test_bench_suite.py checks it
-# with grimp) and the Keras models' file. The binaries, placer.sharing, .compare, .apply and .testing, the
-# report and the docs are left out, so changing them keeps the results current.
-CODE_PATHS = ("placer/core", "placer/measure", "placer/rl", "baselines", "graphs", "models", "configs", "bench/suite_graphs.py", "bench/suite_models.py", "bench/suite_runs.py")  # fmt: skip
+# The code every run depends on, beside the modules it imports (`code_files`): the folders read through
+# importlib strings or file paths (baselines' registry, the paper graphs' configs, the clusters' JSON, the
+# Keras models' file) and the suite's own run code.
+STATIC_PATHS = ("baselines", "graphs", "models", "configs", "bench/suite_graphs.py", "bench/suite_models.py", "bench/suite_runs.py")  # fmt: skip
+PACKAGES = ("placer", "graphs", "models", "configs", "baselines", "bench")
 # Registered methods that are plain searches (the references), not learned ones.
 SEARCHES = ("annealing", "annealing_warm", "random_search")
 REFERENCE = "annealing_warm"
+BASELINE = "baseline"  # the key of every baseline's runs in code_commits()
 
 
-def code_commit() -> str:
-    """The last commit that changed CODE_PATHS (short hash), "+changes" when they differ from it; "unknown"."""
-    git = ["git", "-C", ROOT]
+def key(job: dict) -> str:
+    """What a run's code commit is looked up by: its method, or BASELINE for every baseline."""
+    return job["method"] if job["kind"] == "learned" else BASELINE
+
+
+def learner_modules() -> dict[str, str]:
+    """Each registered method's learner module (placer.rl.methods), by method name."""
+    from placer.rl import methods  # noqa: PLC0415 (TensorFlow)
+
+    return {n: getattr(m.learner, "func", m.learner).__module__ for n, m in methods.METHODS.items()}
+
+
+def code_files(method: str) -> list[str]:
+    """The files a run of `method` (BASELINE: a baseline) depends on: STATIC_PATHS and every module
+    bench/suite_runs.py imports (read by grimp, lazy imports included), but of the learner modules only
+    the method's own and what it imports. So a change to one method's code leaves the others' results current."""
+    import grimp  # noqa: PLC0415 (import-linter's graph builder, a development dependency)
+
+    learners = learner_modules()
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    own = graph.find_upstream_modules(learners[method]) | {learners[method]} if method in learners else set()
+    for m in set(learners.values()):
+        graph.remove_module(m)
+    modules = graph.find_upstream_modules("bench.suite_runs") | own
+    files = set()
+    for m in modules:
+        path = os.path.join(*m.split("."))
+        files.add(os.path.join(path, "__init__.py") if os.path.isdir(os.path.join(ROOT, path)) else path + ".py")
+    return sorted(STATIC_PATHS) + sorted(f for f in files if not f.startswith(STATIC_PATHS))
+
+
+def code_commit(paths, root: str = ROOT) -> str:
+    """The last commit that changed `paths` (short hash), "+changes" when they differ from it; "unknown"."""
+    git = ["git", "-C", root]
     try:
-        head = subprocess.run([*git, "log", "-1", "--format=%h", "--", *CODE_PATHS], capture_output=True, text=True, check=True)  # fmt: skip
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS], capture_output=True, text=True, check=True)  # fmt: skip
+        head = subprocess.run([*git, "log", "-1", "--format=%h", "--", *paths], capture_output=True, text=True, check=True)  # fmt: skip
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", *paths], capture_output=True, text=True, check=True)  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
+def code_commits(methods) -> dict[str, str]:
+    """The code commit of each method's runs and of the baselines' (key BASELINE)."""
+    return {m: code_commit(code_files(m)) for m in [*methods, BASELINE]}
+
+
+def current(results: list[dict], commits: dict[str, str] | None = None) -> list[dict]:
+    """The results made by the code as it is now: their commit is their method's in `commits` (default:
+    code_commits of the registered methods)."""
+    commits = commits if commits is not None else code_commits(learner_modules())
+    return [r for r in results if commits.get(key(r)) == r["commit"]]
 
 
 def learned_methods() -> list[str]:
@@ -68,9 +114,9 @@ def result_path(results: str, job: dict, commit: str) -> str:
     return os.path.join(results, job["cluster"], job["graph"], name)
 
 
-def pending(jobs: list[dict], results: str, commit: str) -> list[dict]:
-    """The jobs that have no result file at `commit` yet."""
-    return [j for j in jobs if not os.path.exists(result_path(results, j, commit))]
+def pending(jobs: list[dict], results: str, commits: dict[str, str]) -> list[dict]:
+    """The jobs that have no result file at their code commit (`commits`, by `key`) yet."""
+    return [j for j in jobs if not os.path.exists(result_path(results, j, commits[key(j)]))]
 
 
 def save(results: str, result: dict) -> str:

@@ -6,8 +6,8 @@ import ast
 import json
 import multiprocessing
 import os
+import subprocess
 
-import grimp
 import pytest
 
 from bench import suite, suite_graphs, suite_report, suite_runs
@@ -45,19 +45,21 @@ def _baseline_jobs(graphs, methods, seed=0):
 def test_resume_runs_only_what_has_no_result(tmp_path):
     results = str(tmp_path / "results")
     jobs = _baseline_jobs(["dag300", "dag1000"], ["single_gpu", "m_topo"])
-    assert suite.execute(jobs, results, "abc1234", workers=0, log=lambda *_: None) == 4
+    assert suite.execute(jobs, results, {"baseline": "abc1234"}, workers=0, log=lambda *_: None) == 4
     files = sorted(os.path.relpath(os.path.join(d, f), results) for d, _, fs in os.walk(results) for f in fs)
     assert files == [
         "k80x2/dag1000/m_topo-b0-s0-abc1234.json", "k80x2/dag1000/single_gpu-b0-s0-abc1234.json",
         "k80x2/dag300/m_topo-b0-s0-abc1234.json", "k80x2/dag300/single_gpu-b0-s0-abc1234.json",
     ]  # fmt: skip
     first = {f: os.path.getmtime(os.path.join(results, f)) for f in files}
-    assert suite.execute(jobs, results, "abc1234", workers=0, log=lambda *_: None) == 0  # all done: nothing reruns
+    assert (
+        suite.execute(jobs, results, {"baseline": "abc1234"}, workers=0, log=lambda *_: None) == 0
+    )  # all done: nothing reruns
     os.remove(os.path.join(results, files[0]))  # as if killed before that run finished
-    assert suite.execute(jobs, results, "abc1234", workers=0, log=lambda *_: None) == 1
+    assert suite.execute(jobs, results, {"baseline": "abc1234"}, workers=0, log=lambda *_: None) == 1
     assert {f: os.path.getmtime(os.path.join(results, f)) for f in files[1:]} == {f: first[f] for f in files[1:]}
     # A run of another code commit is not a result of this one.
-    assert len(suite_runs.pending(jobs, results, "def5678")) == 4
+    assert len(suite_runs.pending(jobs, results, {"baseline": "def5678"})) == 4
     r = json.load(open(os.path.join(results, files[1])))
     # single_gpu on one GPU of k80x2: every op on one device, so no faster than the bound, and a valid result.
     assert r["best"] >= r["bound"] > 0 and r["ops"] == 1000 and r["placements"] == 1
@@ -198,15 +200,39 @@ def test_later_phases_pick_on_the_tune_split_and_size_wall_runs_by_rate():
     assert {j["graph"] for j in jobs if j["budget"] == 4000} == {"g1", "g2"}
 
 
-def test_a_results_commit_covers_every_module_a_run_imports():
-    """A change to any module a run imports must make the results stale: each lies under CODE_PATHS."""
-    graph = grimp.build_graph("placer", "graphs", "models", "configs", "baselines", "bench", cache_dir=None)
-    imported = graph.find_upstream_modules("bench.suite_runs") | {"bench.suite_runs"}
-    files = {m.replace(".", "/") for m in imported}
-    uncovered = sorted(f for f in files if not any(f == p.removesuffix(".py") or f.startswith(p + "/") for p in suite_runs.CODE_PATHS))  # fmt: skip
-    assert uncovered == []
-    assert {"placer/measure/fast", "placer/rl/learn_exact", "baselines/scotch"} <= files  # what a run measures
-    assert not any(f.startswith(("placer/sharing", "placer/apply")) for f in files)  # left out on purpose
+def test_each_methods_results_are_keyed_to_the_code_its_runs_import():
+    files = {m: set(suite_runs.code_files(m)) for m in ("seq2seq", "exact", "annealing_warm", "baseline")}
+    shared = {"placer/measure/fast.py", "placer/core/op_graph.py", "placer/rl/train_lib.py", "baselines"}
+    assert all(shared <= f for f in files.values())  # the simulator, the graph, the loop: every run measures them
+    # A method's own code makes only its results stale: CP-SAT's model is exact's, the learner seq2seq's.
+    assert "placer/measure/exact_model.py" in files["exact"] and "placer/rl/learn_seq2seq.py" in files["seq2seq"]
+    assert "placer/measure/exact_model.py" not in files["seq2seq"] | files["annealing_warm"] | files["baseline"]
+    assert "placer/rl/learn_seq2seq.py" not in files["exact"] | files["annealing_warm"]
+    assert "placer/rl/learn_anneal.py" in files["exact"]  # exact's hint is annealing's
+    assert not any(f.startswith(("placer/sharing", "placer/apply", "placer/compare")) for f in set().union(*files.values()))  # fmt: skip
+
+
+def test_a_commit_that_changes_one_methods_file_makes_only_its_results_stale(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    for name in ("shared.py", "mine.py", "theirs.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    git("add", ".")
+    git("commit", "-qm", "first")
+    first = suite_runs.code_commit(["shared.py", "mine.py"], root=str(tmp_path))
+    (tmp_path / "theirs.py").write_text("x = 2\n")
+    git("commit", "-qam", "theirs")
+    assert suite_runs.code_commit(["shared.py", "mine.py"], root=str(tmp_path)) == first
+    (tmp_path / "mine.py").write_text("x = 3\n")
+    assert suite_runs.code_commit(["shared.py", "mine.py"], root=str(tmp_path)) == first + "+changes"
+    git("commit", "-qam", "mine")
+    assert suite_runs.code_commit(["shared.py", "mine.py"], root=str(tmp_path)) not in (first, first + "+changes")
+    results = [{"method": "mine", "kind": "learned", "commit": first}, {"method": "b", "kind": "baseline", "commit": first}]  # fmt: skip
+    assert suite_runs.current(results, {"mine": "later", "baseline": first}) == results[1:]
 
 
 def test_a_graph_that_cannot_be_built_is_named_and_the_others_go_on():
