@@ -37,6 +37,10 @@ PACKAGES = ("placer", "graphs", "models", "configs", "baselines", "bench")
 SEARCHES = ("annealing", "annealing_warm", "random_search")
 REFERENCE = "annealing_warm"
 BASELINE = "baseline"  # the key of every baseline's runs in code_commits()
+# Runs that are not a registered method's: their own modules and files (bench/suite_transfer.py's
+# fine-tuning from a policy pretrained on the tune split runs seq2seq).
+OWN_MODULES = {"pretrained": ("placer.rl.learn_seq2seq", "placer.rl.pretrain_lib")}
+OWN_FILES = {"pretrained": ("bench/suite_transfer.py",)}
 
 
 def key(job: dict) -> str:
@@ -54,20 +58,25 @@ def learner_modules() -> dict[str, str]:
 def code_files(method: str) -> list[str]:
     """The files a run of `method` (BASELINE: a baseline) depends on: STATIC_PATHS and every module
     bench/suite_runs.py imports (read by grimp, lazy imports included), but of the learner modules only
-    the method's own and what it imports. So a change to one method's code leaves the others' results current."""
+    the method's own and what it imports (or OWN_MODULES' and OWN_FILES'). So a change to one method's
+    code leaves the others' results current."""
     import grimp  # noqa: PLC0415 (import-linter's graph builder, a development dependency)
 
     learners = learner_modules()
     graph = grimp.build_graph(*PACKAGES, cache_dir=None)
-    own = graph.find_upstream_modules(learners[method]) | {learners[method]} if method in learners else set()
-    for m in set(learners.values()):
+    roots = OWN_MODULES.get(method, (learners[method],) if method in learners else ())
+    # A learner's imports count in full (exact's hint is annealing's); the other learners are left out
+    # of what everything else imports.
+    own = set(roots).union(*(graph.find_upstream_modules(m) for m in roots if m in learners.values()))
+    for m in set(learners.values()) - set(roots):
         graph.remove_module(m)
-    modules = graph.find_upstream_modules("bench.suite_runs") | own
+    modules = own.union(*(graph.find_upstream_modules(m) for m in ("bench.suite_runs", *roots)))
     files = set()
     for m in modules:
         path = os.path.join(*m.split("."))
         files.add(os.path.join(path, "__init__.py") if os.path.isdir(os.path.join(ROOT, path)) else path + ".py")
-    return sorted(STATIC_PATHS) + sorted(f for f in files if not f.startswith(STATIC_PATHS))
+    static = (*STATIC_PATHS, *OWN_FILES.get(method, ()))
+    return sorted(static) + sorted(f for f in files if not f.startswith(static))
 
 
 def code_commit(paths, root: str = ROOT) -> str:
@@ -89,7 +98,7 @@ def code_commits(methods) -> dict[str, str]:
 def current(results: list[dict], commits: dict[str, str] | None = None) -> list[dict]:
     """The results made by the code as it is now: their commit is their method's in `commits` (default:
     code_commits of the registered methods)."""
-    commits = commits if commits is not None else code_commits(learner_modules())
+    commits = commits if commits is not None else code_commits([*learner_modules(), *OWN_MODULES])
     return [r for r in results if commits.get(key(r)) == r["commit"]]
 
 
@@ -152,10 +161,18 @@ def placer_config(graph: suite_graphs.SuiteGraph, cluster: str, method: str):
 
 
 def run_method(
-    graph: suite_graphs.SuiteGraph, op_graph, cluster: str, method: str, budget, seed: int, cap: int = 0
+    graph: suite_graphs.SuiteGraph,
+    op_graph,
+    cluster: str,
+    method: str,
+    budget,
+    seed: int,
+    cap: int = 0,
+    init_from: str | None = None,
 ) -> dict:
     """ADAPTER: runs the learned method `method` on `op_graph` for `budget` placements with `seed`; or, for a
     budget "Ns", for N seconds of wall time, its cooling fitted to `cap` placements (what it measures in N s).
+    `init_from`: a placer-pretrain policy folder the method starts from.
 
     Returns:
       {"best": s or None, "placements", "groups", "curve": [[placements, best s, wall s], ...] at every
@@ -170,6 +187,7 @@ def run_method(
         s = train_lib.run(
             placer_config(graph, cluster, method), workdir=workdir, steps=0, seed=seed, progress=False,
             log=lambda *_: None, max_placements=cap if seconds else int(budget), max_seconds=seconds, graph=op_graph,
+            init_from=init_from,
         )  # fmt: skip
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -216,11 +234,13 @@ def run_job(job: dict) -> dict:
         if job["kind"] == "baseline":
             result.update(run_baseline(op_graph, cluster, job["method"], job["seed"]))
         else:
+            run = job.get("runs", job["method"])  # the registered method a run under another name runs
             result.update(
                 run_method(
-                    graph, op_graph, job["cluster"], job["method"], job["budget"], job["seed"], job.get("cap", 0)
+                    graph, op_graph, job["cluster"], run, job["budget"], job["seed"], job.get("cap", 0),
+                    job.get("init_from"),
                 )
-            )
+            )  # fmt: skip
     except Exception as e:  # noqa: BLE001 (a failed run is a finding, recorded so a rerun does not retry it)
         result.update(best=None, error=f"{type(e).__name__}: {e}".splitlines()[0][:300], placements=0)
         result.update(curve=[], search_seconds=0.0, wall_seconds=time.time() - t0)

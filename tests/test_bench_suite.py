@@ -257,3 +257,24 @@ def test_a_suite_worker_can_run_the_exact_method_after_tensorflow():
     # CP-SAT crashes in a process that loaded TensorFlow first; a worker runs learned methods before exact.
     with multiprocessing.get_context("spawn").Pool(1, suite.worker_start) as pool:
         assert pool.apply(_exact_after_tensorflow) == pytest.approx(3.0)  # one chain per GPU, by hand
+
+
+@pytest.mark.slow
+def test_a_pretrained_run_fine_tunes_the_tune_splits_policy_and_pretraining_is_done_once(tmp_path, monkeypatch):
+    from bench import suite_transfer
+    from graphs import pipeline
+
+    monkeypatch.setattr(pipeline, "CACHE_DIR", str(tmp_path))
+    lines = []
+    policy = suite_transfer.pretrain(["dag300"], "k80x2", 2, "c0ffee0", log=lines.append)
+    assert json.load(open(os.path.join(policy, "policy.json")))["steps"] == 2
+    assert os.path.exists(os.path.join(policy, "graphs", "dag300.graph.json.gz"))
+    assert suite_transfer.pretrain(["dag300"], "k80x2", 2, "c0ffee0", log=lines.append) == policy
+    assert sum("tune graphs" in line for line in lines) == 1  # the second call found it made
+    (job,) = suite_transfer.jobs(["dag300"], "k80x2", [0], 16, policy)
+    r = suite_runs.run_job(job)
+    assert (r["method"], r["placements"]) == ("pretrained", 16) and r["best"] >= r["bound"] > 0
+    # Its results go stale with the pretraining code and the learner it runs, not with CP-SAT's model.
+    files = set(suite_runs.code_files("pretrained"))
+    assert {"placer/rl/pretrain_lib.py", "placer/rl/learn_seq2seq.py", "bench/suite_transfer.py"} <= files
+    assert "placer/measure/exact_model.py" not in files
