@@ -36,7 +36,9 @@ def define_flags() -> None:
     _CLUSTER = flags.DEFINE_string("cluster", "k80x4", "The cluster of the pretraining and of every run.")
     _SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2"], "Seeds of the fine-tuning runs.")
     _BUDGET = flags.DEFINE_integer("budget", 1000, "Measured placements of each fine-tuning run.")
-    _STEPS = flags.DEFINE_integer("steps", 300, "Pretraining steps (each measures configs/pretrain.py's samples).")
+    _STEPS = flags.DEFINE_integer(
+        "steps", 1000, "Pretraining steps (placer-pretrain's default; each measures configs/pretrain.py's samples)."
+    )
     _WORKERS = flags.DEFINE_integer("workers", 2, "Runs at a time in worker processes (0: in this process).")
     _RESULTS = flags.DEFINE_string("results", suite_runs.RESULTS, "Folder of the result files.")
 
