@@ -71,6 +71,7 @@ def code_files(method: str) -> list[str]:
     for m in set(learners.values()) - set(roots):
         graph.remove_module(m)
     modules = own.union(*(graph.find_upstream_modules(m) for m in ("bench.suite_runs", *roots)))
+    modules |= {m.rsplit(".", k)[0] for m in modules for k in range(1, m.count(".") + 1)}  # their packages
     files = set()
     for m in modules:
         path = os.path.join(*m.split("."))
