@@ -231,6 +231,21 @@ def failures(results: list[dict]) -> list[str]:
     return [*out, ""] if out else []
 
 
+def above_baselines(results: list[dict]) -> list[str]:
+    """One line: how often each method's final best is above the fastest baseline of its graph and seed."""
+    rows = suite_report.above_best_baseline(results)
+    if not rows:
+        return []
+    parts = [f"`{m}` {a} of {n}" + (f" (up to {w:.3f}x)" if a else "") for m, (a, n, w) in rows.items()]
+    return [
+        "Runs whose final best is above the fastest baseline of the same graph, cluster and seed (the methods "
+        "with a warm start, as seq2seq, annealing_warm and exact have, start from it and should have none): "
+        + "; ".join(parts)
+        + ".",
+        "",
+    ]
+
+
 def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
     """The Markdown of the "Suite" section, from result files alone."""
     results = suite_report.latest(results)
@@ -255,6 +270,7 @@ def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
         "",
         *([settings["note"], ""] if settings.get("note") else []),
         *failures(results),
+        *above_baselines(results),
     ]
     for b in counted:
         lines += [f"### Step time at {b:,} placements", "", suite_report.graph_table(results, b), ""]

@@ -8,6 +8,7 @@ summary against the reference, the equal-wall-time view, and the PNG.
 from __future__ import annotations
 
 import collections
+import math
 import os
 
 import numpy as np
@@ -211,6 +212,25 @@ def plot(results: list[dict], budget: int, path: str) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def above_best_baseline(results: list[dict]) -> dict[str, tuple[int, int, float]]:
+    """Per method: (runs whose final best is above the fastest baseline of their graph, cluster and seed,
+    runs compared, the largest such ratio). Placement-budget runs only."""
+    fastest: dict[tuple, float] = {}
+    for r in results:
+        if r["kind"] == "baseline" and r.get("best") is not None:
+            k = (r["graph"], r["cluster"], r["seed"])
+            fastest[k] = min(fastest.get(k, math.inf), r["best"])
+    out: dict[str, tuple[int, int, float]] = {}
+    for r in results:
+        k = (r["graph"], r["cluster"], r["seed"])
+        if r["kind"] == "baseline" or not str(r["budget"]).isdigit() or r.get("best") is None or k not in fastest:
+            continue
+        above, total, worst = out.get(r["method"], (0, 0, 1.0))
+        ratio = r["best"] / fastest[k]
+        out[r["method"]] = (above + (ratio > 1 + 1e-9), total + 1, max(worst, ratio))
+    return out
 
 
 def wall_total(results: list[dict]) -> float:

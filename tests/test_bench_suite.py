@@ -111,6 +111,19 @@ def test_report_counts_wins_ties_losses_from_result_files(tmp_path):
     assert rows["mixed"]["seconds_per_placement"] == pytest.approx(0.01)
 
 
+def test_report_counts_runs_above_the_fastest_baseline():
+    results = _hand_made()  # single_gpu, the only baseline, is 3x annealing_warm's step time everywhere
+    results.append(_run("g1", "stuck", 0, 0.8))  # 0.8 s against single_gpu's 0.6 s: 1.333x
+    results.append(_run("g2", "stuck", 0, 1.2))  # exactly single_gpu's: not above
+    results.append(_run("g2", "stuck", 0, 9.0, budget="300s"))  # a wall-time run is not counted
+    above = suite_report.above_best_baseline(results)
+    assert above["annealing_warm"] == (0, 4, 1.0) and above["mixed"][:2] == (0, 4)
+    assert above["stuck"] == (1, 2, pytest.approx(0.8 / 0.6))
+    assert "single_gpu" not in above
+    line = suite.above_baselines(results)[0]
+    assert "`stuck` 1 of 2 (up to 1.333x)" in line and "`annealing_warm` 0 of 4;" in line
+
+
 def test_report_reads_smaller_budgets_and_wall_times_off_the_curves():
     results = _hand_made()
     # annealing_warm on g1 seed 0: 0.4 s from its first placement, 0.2 s from its 300th (at 30 s of 100 s).
