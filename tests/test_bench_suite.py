@@ -280,10 +280,13 @@ def test_a_pretrained_run_fine_tunes_the_tune_splits_policy_and_pretraining_is_d
 
     monkeypatch.setattr(pipeline, "CACHE_DIR", str(tmp_path))
     lines = []
-    policy = suite_transfer.pretrain(["dag300"], "k80x2", 2, "c0ffee0", log=lines.append)
+    record = str(tmp_path / "record")
+    policy = suite_transfer.pretrain(["dag300"], "k80x2", 2, "c0ffee0", log=lines.append, record=record)
     assert json.load(open(os.path.join(policy, "policy.json")))["steps"] == 2
     assert os.path.exists(os.path.join(policy, "graphs", "dag300.graph.json.gz"))
-    assert suite_transfer.pretrain(["dag300"], "k80x2", 2, "c0ffee0", log=lines.append) == policy
+    made = json.load(open(os.path.join(record, "k80x2-s2-c0ffee0.json")))
+    assert (made["steps"], made["tune"]) == (2, ["dag300"]) and made["seconds"] > 0
+    assert suite_transfer.pretrain(["dag300"], "k80x2", 2, "c0ffee0", log=lines.append, record=record) == policy
     assert sum("tune graphs" in line for line in lines) == 1  # the second call found it made
     (job,) = suite_transfer.jobs(["dag300"], "k80x2", [0], 16, policy)
     r = suite_runs.run_job(job)
@@ -292,3 +295,17 @@ def test_a_pretrained_run_fine_tunes_the_tune_splits_policy_and_pretraining_is_d
     files = set(suite_runs.code_files("pretrained"))
     assert {"placer/rl/pretrain_lib.py", "placer/rl/learn_seq2seq.py", "bench/suite_transfer.py"} <= files
     assert "placer/measure/exact_model.py" not in files
+
+
+def test_the_pretrained_section_judges_the_target_per_budget():
+    from bench import suite_transfer
+
+    results = []
+    # annealing_warm 1 s everywhere; pretrained at 1,000: 0.9, 1.001 (a tie), 1.1 on three pairs -> 2 of 3, met;
+    # at 256 (read off its curve): 1.2, 1.2, 0.95 -> 1 of 3, not met.
+    for (g, s), (at256, final) in {("g1", 0): (1.2, 0.9), ("g1", 1): (1.2, 1.001), ("g2", 0): (0.95, 1.1)}.items():
+        results.append(_run(g, "annealing_warm", s, 1.0))
+        results.append(_run(g, "pretrained", s, final, curve=[[1, at256, 0.0], [900, final, 5.0]]))
+    text = suite_transfer.section(results, [], "k80x4")
+    assert "`pretrained` at or under `annealing_warm` (within 0.2%) on 1 of 3 pairs (33%; target 2/3): NOT met" in text
+    assert "`pretrained` at or under `annealing_warm` (within 0.2%) on 2 of 3 pairs (67%; target 2/3): met" in text
