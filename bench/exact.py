@@ -30,7 +30,7 @@ from absl import app, flags
 from baselines import registry, search  # noqa: E402
 from bench import report  # noqa: E402
 from placer.core import cluster as cluster_lib  # noqa: E402
-from placer.core import generated  # noqa: E402
+from placer.core import fmt, generated  # noqa: E402
 from placer.measure import (
     bounds,  # noqa: E402
     exact,  # before TensorFlow (see placer/measure/exact.py)
@@ -102,8 +102,8 @@ def _dag_section(rows: list[dict]) -> str:
         "`baselines.search.place_local_search` at 4,000 placements. Exact: `placer.measure.exact.place` "
         f"with {_WORKERS.value} CP-SAT workers, {_SECONDS.value:g} s of wall time in all, started from annealing at "
         f"{_HINT.value} placements (same seed; its time counted) and single_gpu. Proven: CP-SAT's bound at group "
-        "level; bound: the op-level bound of `placer.measure.bounds` (its binding term). Step times in ms, "
-        "4 significant figures.",
+        "level; bound: the op-level bound of `placer.measure.bounds` (its binding term). Step times "
+        "to 4 significant figures.",
         "",
         "| seed | ops / groups | bound (binds) | proven | annealing 4000 | hint | exact (simulated) | model makespan | "
         "exact / proven | exact / bound | status | solutions | exact wall s |",
@@ -112,9 +112,9 @@ def _dag_section(rows: list[dict]) -> str:
     for r in rows:
         b = r["bound"]
         lines.append(
-            f"| {r['seed']} | {r['ops']} / {r['groups']} | {1e3 * b.value:.4g} ({b.binds}) | {1e3 * r['proven']:.4g} | "
-            f"{1e3 * r['annealing_4000']:.4g} | {1e3 * r['hint']:.4g} | {1e3 * r['exact']:.4g} | "
-            f"{1e3 * r['makespan']:.4g} | {r['exact'] / r['proven']:.4f} | {r['exact'] / b.value:.4f} | "
+            f"| {r['seed']} | {r['ops']} / {r['groups']} | {fmt.step_time(b.value)} ({b.binds}) | {fmt.step_time(r['proven'])} | "
+            f"{fmt.step_time(r['annealing_4000'])} | {fmt.step_time(r['hint'])} | {fmt.step_time(r['exact'])} | "
+            f"{fmt.step_time(r['makespan'])} | {r['exact'] / r['proven']:.4f} | {r['exact'] / b.value:.4f} | "
             f"{r['status']} | {r['solutions']} | {r['wall']:.0f} |"
         )
     med = {k: statistics.median(r[k] for r in rows) for k in ("exact", "annealing_4000")}
@@ -124,7 +124,7 @@ def _dag_section(rows: list[dict]) -> str:
     worst_any = max((d for r in rows for d in r["model_diffs"]), default=0.0)
     lines += [
         "",
-        f"Medians: exact {1e3 * med['exact']:.4g} ms, annealing at 4,000 {1e3 * med['annealing_4000']:.4g} ms; "
+        f"Medians: exact {fmt.step_time(med['exact'])}, annealing at 4,000 {fmt.step_time(med['annealing_4000'])}; "
         f"exact over its proven bound {gap:.4f}x; exact over annealing {under:.4f}x.",
         "",
         "Targets:",
@@ -177,11 +177,11 @@ def _paper_section(cluster) -> str:
         steps = {n: m.step_time for n, m in zip(placed, sim.measure(list(placed.values())), strict=True) if m.ok}
         steps["exact"] = r.step_time
         cells = "; ".join(
-            f"{n}: {1e3 * t:.4g} ms ({t / b.value:.3f}x)" for n, t in sorted(steps.items(), key=lambda x: x[1])
+            f"{n}: {fmt.step_time(t)} ({t / b.value:.3f}x)" for n, t in sorted(steps.items(), key=lambda x: x[1])
         )
         lines.append(
-            f"| {spec} | {1e3 * b.value:.4g} ms ({b.binds}) | {1e3 * r.proven_bound:.4g} ms | "
-            f"{1e3 * r.step_time:.4g} ms ({r.status}) | {cells} |"
+            f"| {spec} | {fmt.step_time(b.value)} ({b.binds}) | {fmt.step_time(r.proven_bound)} | "
+            f"{fmt.step_time(r.step_time)} ({r.status}) | {cells} |"
         )
     return "\n".join(lines)
 
