@@ -129,7 +129,7 @@ def later_jobs(results, graphs, clusters, seeds, split, budget, final, top, wall
                      for g in graphs for c in clusters for s in seeds]  # fmt: skip
     if wall:
         for r in results:  # each method's budget run on (graph, first cluster, first seed) gives its rate
-            if (r["kind"], r["cluster"], r["seed"], r["budget"]) == ("learned", clusters[0], seeds[0], budget) and r["graph"] in (wall_graphs or graphs) and r["best"]:  # fmt: skip
+            if (r["kind"], r["cluster"], r["seed"], r["budget"]) == ("learned", clusters[0], seeds[0], budget) and r["graph"] in (graphs if wall_graphs is None else wall_graphs) and r["best"]:  # fmt: skip
                 rate = r["placements"] / max(r["search_seconds"], 1e-9)  # placements a second
                 cap = max(budget, int(rate * wall))  # a budget for the cooling: what it measures in `wall` s
                 jobs.append({**{k: r[k] for k in ("graph", "cluster", "method", "seed", "kind")}, "budget": f"{wall}s", "cap": cap})  # fmt: skip

@@ -211,6 +211,8 @@ def test_later_phases_pick_on_the_tune_split_and_size_wall_runs_by_rate():
     jobs = suite.later_jobs(results, ["g1", "g2"], ["k80x4"], [0], {"tune": ["g1"]}, 1000, 4000, 1, 300, ["g2"])
     assert {j["graph"] for j in jobs if j["budget"] == "300s"} == {"g2"}
     assert {j["graph"] for j in jobs if j["budget"] == 4000} == {"g1", "g2"}
+    jobs = suite.later_jobs(results, ["g1", "g2"], ["k80x4"], [0], {"tune": ["g1"]}, 1000, 4000, 1, 300, [])
+    assert not [j for j in jobs if j["budget"] == "300s"]  # none named: none run
 
 
 def test_each_methods_results_are_keyed_to_the_code_its_runs_import():
