@@ -331,9 +331,10 @@ def main(argv):
         execute(jobs, _RESULTS.value, commits, _WORKERS.value, _RAY.value)
         if not quick and (_FINAL.value or _WALL.value):
             mine = suite_report.latest(suite_runs.current(suite_runs.load_all(_RESULTS.value), commits))
-            wall_graphs = [g for g in _WALL_GRAPHS.value if g in graphs]
-            phases = (_BUDGET.value, _FINAL.value, _TOP.value, _WALL.value, wall_graphs)
-            more = later_jobs(mine, graphs, clusters, seeds, load_split(), *phases)
+            more = later_jobs(
+                mine, graphs, clusters, seeds, load_split(), budget=_BUDGET.value, final=_FINAL.value,
+                top=_TOP.value, wall=_WALL.value, wall_graphs=[g for g in _WALL_GRAPHS.value if g in graphs],
+            )  # fmt: skip
             execute(more, _RESULTS.value, commits, _WORKERS.value, _RAY.value)
         print(f"suite runs finished in {time.time() - t0:.0f} s", flush=True)
     print(write_report(_RESULTS.value, _OUT.value, settings, _WRITE.value, _COMMIT.value))
