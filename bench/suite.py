@@ -109,14 +109,15 @@ def first_jobs(graphs, clusters, methods, baselines, seeds, budget: int) -> list
 
 def chosen(results: list[dict], tune: set[str], budget: int, top: int) -> list[str]:
     """The `top` methods with the lowest median ratio to the reference at `budget` on the tune split's graphs
-    (every graph when the tune split has no results), and the best learned one (not in suite_runs.SEARCHES)."""
+    (every graph when the tune split has no results), the best learned one (not in suite_runs.SEARCHES),
+    and the reference itself, which every ratio at the later budget is taken against."""
     graphs = tune if any(r["graph"] in tune for r in results) else {r["graph"] for r in results}
     rows = suite_report.method_summary(
         [r for r in results if r["kind"] != "baseline"], graphs, budget, suite_runs.REFERENCE
     )
     ranked = [r["method"] for r in sorted(rows, key=lambda r: (r["median_ratio"] is None, r["median_ratio"] or 0))]
     learned = [m for m in ranked if m not in suite_runs.SEARCHES]
-    return list(dict.fromkeys(ranked[:top] + learned[:1]))
+    return list(dict.fromkeys([*ranked[:top], *learned[:1], suite_runs.REFERENCE]))
 
 
 def later_jobs(results, graphs, clusters, seeds, split, budget, final, top, wall, wall_graphs=None) -> list[dict]:
