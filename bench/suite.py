@@ -227,7 +227,7 @@ def failures(results: list[dict]) -> list[str]:
         bad = [r for r in results if r["method"] == m and r.get("best") is None]
         if bad:
             why = bad[0].get("error") or bad[0].get("failure") or "no placement ran"
-            graphs = ", ".join(dict.fromkeys(r["graph"] for r in bad))
+            graphs = ", ".join(sorted({r["graph"] for r in bad}))
             out.append(f"- `{m}` failed on {len(bad)} runs ({graphs}): {why}")
     return [*out, ""] if out else []
 

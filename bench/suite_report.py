@@ -60,13 +60,17 @@ def value(results: list[dict], graph: str, cluster: str, method: str, budget: in
     return runs[0]["best"] if int(runs[0]["budget"]) == budget else best_at(runs[0]["curve"], budget)
 
 
+def _timed(run: dict) -> bool:
+    return str(run["budget"]).endswith("s")
+
+
 def at_wall(results: list[dict], graph: str, cluster: str, method: str, seed: int, seconds: float):
     """(best step time within `seconds` of search wall time, placements measured by then, the run ended
     earlier). Read from a wall-time run ("Ns" budget of at least `seconds`) where there is one, else from the
     longest placement-budget run. (None, 0, False) without a run."""
     runs = [r for r in results if (r["graph"], r["cluster"], r["method"], r["seed"]) == (graph, cluster, method, seed)]
     runs = [r for r in runs if r["kind"] != "baseline" and r.get("best") is not None]
-    timed = [r for r in runs if str(r["budget"]).endswith("s") and float(str(r["budget"])[:-1]) >= seconds]
+    timed = [r for r in runs if _timed(r) and float(str(r["budget"])[:-1]) >= seconds]
     counted = sorted((r for r in runs if str(r["budget"]).isdigit()), key=lambda r: int(r["budget"]))
     run = timed[0] if timed else (counted[-1] if counted else None)
     if run is None:
@@ -167,20 +171,21 @@ def summary_table(rows: list[dict], reference: str) -> str:
 
 
 def wall_table(results: list[dict], seconds: float) -> str:
-    """Per graph and cluster, each learned method's median best step time within `seconds` of wall time, with
-    the placements measured by then ("*": the run ended earlier, at its budget, so its figure is its final best)."""
+    """Per graph, cluster and seed with wall-time runs, each learned method's best step time within `seconds`
+    of wall time, with the placements measured by then ("*": the run ended earlier, at its budget, so its
+    figure is its final best). A method without a wall-time run there is read from its longest run."""
     learned, _ = _methods(results)
+    triples = sorted({(r["graph"], r["cluster"], r["seed"]) for r in results if _timed(r)})
+    if not triples:
+        return "No wall-time runs."
     rows = []
-    for graph, cluster in dict.fromkeys((g, c) for g, c, _ in _pairs(results)):
-        seeds = sorted({r["seed"] for r in results if (r["graph"], r["cluster"]) == (graph, cluster)})
-        row = [graph, cluster]
+    for graph, cluster, seed in triples:
+        row = [graph, cluster, str(seed)]
         for m in learned:
-            got = [at_wall(results, graph, cluster, m, s, seconds) for s in seeds]
-            t = _median(g[0] for g in got)
-            n = int(np.median([g[1] for g in got])) if got else 0
-            row.append("-" if t is None else f"{sig4(t)} ({n:,}{'*' if any(g[2] for g in got) else ''})")
+            t, n, ended = at_wall(results, graph, cluster, m, seed, seconds)
+            row.append("-" if t is None else f"{sig4(t)} ({n:,}{'*' if ended else ''})")
         rows.append(row)
-    return tabulate(rows, ["graph", "cluster", *learned], tablefmt="github", disable_numparse=True)
+    return tabulate(rows, ["graph", "cluster", "seed", *learned], tablefmt="github", disable_numparse=True)
 
 
 def plot(results: list[dict], budget: int, path: str) -> None:

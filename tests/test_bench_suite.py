@@ -136,6 +136,14 @@ def test_report_reads_smaller_budgets_and_wall_times_off_the_curves():
     assert suite_report.at_wall(results, "g1", "k80x4", "annealing_warm", 0, 300.0) == (pytest.approx(0.2), 1000, True)  # fmt: skip
     table = suite_report.graph_table(results, 1000)
     assert "| g1 " in table and "200.0 ms (2.000x)" in table and "600.0 ms (6.000x)" in table
+    assert suite_report.wall_table(results, 60.0) == "No wall-time runs."
+    # A 300 s run of `mixed` on g2 seed 1 (40 placements a second, 0.5 s until 50 s, then 0.3 s): the table has
+    # that triple only; annealing_warm has no wall-time run there, so its 1,000-placement run (done at 100 s).
+    results.append(_run("g2", "mixed", 1, 0.3, budget="300s", curve=[[1, 0.5, 0.0], [2000, 0.3, 50.0]], seconds=300.0))  # fmt: skip
+    results[-1]["placements"] = 12000
+    rows = [line for line in suite_report.wall_table(results, 60.0).splitlines() if line.startswith("| g2")]
+    cells = [c.strip() for c in rows[0].split("|")[1:-1]]
+    assert len(rows) == 1 and cells[:5] == ["g2", "k80x4", "1", "400.0 ms (600)", "300.0 ms (2,400)"]
 
 
 def test_section_is_written_from_results_alone(tmp_path):
