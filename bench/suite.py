@@ -33,6 +33,12 @@ TASKS_PER_PROCESS = 8  # runs per worker process before a fresh one (TensorFlow'
 SPLIT = os.path.join(suite_graphs.ROOT, "bench", "suite_split.json")
 OUT = os.path.join(suite_graphs.ROOT, "bench", "out", "suite")
 SLOW_FIRST = ("seq2seq",)  # methods that take 10-20 times the others' wall time per run
+# The learned target: at or under the reference on this share of test-split pairs, and no graph's median
+# ratio to it above TARGET_WORST.
+TARGET_SHARE = 2 / 3
+TARGET_WORST = 1.02
+# Registered methods that learn nothing: the plain searches and the CP-SAT solve.
+UNLEARNED = (*suite_runs.SEARCHES, "exact")
 QUICK_GRAPHS = ["rnnlm", "mobilenetv3small", "regnetx002", "transformer_encoder", "lstm_lm", "dag1000"]
 
 
@@ -109,14 +115,14 @@ def first_jobs(graphs, clusters, methods, baselines, seeds, budget: int) -> list
 
 def chosen(results: list[dict], tune: set[str], budget: int, top: int) -> list[str]:
     """The `top` methods with the lowest median ratio to the reference at `budget` on the tune split's graphs
-    (every graph when the tune split has no results), the best learned one (not in suite_runs.SEARCHES),
+    (every graph when the tune split has no results), the best learned one (not in UNLEARNED),
     and the reference itself, which every ratio at the later budget is taken against."""
     graphs = tune if any(r["graph"] in tune for r in results) else {r["graph"] for r in results}
     rows = suite_report.method_summary(
         [r for r in results if r["kind"] != "baseline"], graphs, budget, suite_runs.REFERENCE
     )
     ranked = [r["method"] for r in sorted(rows, key=lambda r: (r["median_ratio"] is None, r["median_ratio"] or 0))]
-    learned = [m for m in ranked if m not in suite_runs.SEARCHES]
+    learned = [m for m in ranked if m not in UNLEARNED]
     return list(dict.fromkeys([*ranked[:top], *learned[:1], suite_runs.REFERENCE]))
 
 
@@ -247,6 +253,25 @@ def above_baselines(results: list[dict]) -> list[str]:
     ]
 
 
+def learned_target(results: list[dict], test: set[str], budget: int, rows: list[dict]) -> list[str]:
+    """Per method that learns (not a baseline, not in UNLEARNED), at `budget`: the share of test-split pairs
+    where it is at or under the reference (within 0.2%) and its worst graph's median ratio, against the targets."""
+    learners = {r["method"] for r in results if r["kind"] != "baseline"} - set(UNLEARNED)
+    out = []
+    for r in rows:
+        if not r["pairs"] or r["method"] not in learners:
+            continue
+        at = r["wins"] + r["ties"]
+        graph, worst = suite_report.worst_graph(results, test, budget, r["method"], suite_runs.REFERENCE)
+        met = at >= TARGET_SHARE * r["pairs"] and worst <= TARGET_WORST
+        out.append(
+            f"- `{r['method']}` (learns): at or under `{suite_runs.REFERENCE}` on {at} of {r['pairs']} pairs "
+            f"({at / r['pairs']:.0%}; target 2/3), worst graph median {worst:.4f}x ({graph}; target at most "
+            f"{TARGET_WORST:.2f}x): {'met' if met else 'NOT met'}"
+        )
+    return [*out, ""] if out else []
+
+
 def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
     """The Markdown of the "Suite" section, from result files alone."""
     results = suite_report.latest(results)
@@ -279,6 +304,7 @@ def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
         rows = suite_report.method_summary(results, test, b, suite_runs.REFERENCE)
         lines += [f"### Test split at {b:,} placements: each method against `{suite_runs.REFERENCE}`", ""]
         lines += [suite_report.summary_table(rows, suite_runs.REFERENCE) if rows else "No test-split results.", ""]
+        lines += learned_target(results, test, b, rows)
     for t in suite_report.WALL_TIMES:
         lines += [f"### Equal wall time: best step time after {t:.0f} s (placements measured by then)", "",
                   suite_report.wall_table(results, t), "",

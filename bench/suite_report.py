@@ -154,6 +154,20 @@ def method_summary(results: list[dict], graphs: set[str], budget: int, reference
     return out
 
 
+def worst_graph(results: list[dict], graphs: set[str], budget: int, method: str, reference: str):
+    """(graph, its median over clusters and seeds of the method's ratio to `reference` at `budget`) for the
+    graph of `graphs` where that median is largest; None without a pair."""
+    medians = {}
+    for g in sorted({g for g, _, _ in _pairs(results, graphs)}):
+        pairs = [(c, s) for gg, c, s in _pairs(results, {g})]
+        mine = [value(results, g, c, method, budget, s) for c, s in pairs]
+        ref = [value(results, g, c, reference, budget, s) for c, s in pairs]
+        ratio = _median(m / r for m, r in zip(mine, ref, strict=True) if m is not None and r is not None)
+        if ratio is not None:
+            medians[g] = ratio
+    return max(medians.items(), key=lambda kv: kv[1]) if medians else None
+
+
 def summary_table(rows: list[dict], reference: str) -> str:
     """The per-method summary as Markdown."""
 

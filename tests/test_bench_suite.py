@@ -166,6 +166,12 @@ def test_section_is_written_from_results_alone(tmp_path):
     rows = {c[0]: c[1:] for c in cells}
     assert rows["mixed"] == ["4", "0.9755", "2/1/1", "1", "10 ms"]
     assert rows["better"] == ["4", "0.5250", "4/0/0", "0.125", "10 ms"]
+    # The learned target at 1,000: mixed is at or under on 3 of 4 pairs, but g2's median ratio is
+    # (1.2 + 0.95) / 2 = 1.075, over 1.02; better's worst graph is g1, (0.5 + 0.6) / 2.
+    target = body.split("### Test split at 1,000 placements")[1].split("###")[0]
+    assert "`mixed` (learns): at or under `annealing_warm` on 3 of 4 pairs (75%; target 2/3), worst graph median 1.0750x (g2; target at most 1.02x): NOT met" in target  # fmt: skip
+    assert "`better` (learns): at or under `annealing_warm` on 4 of 4 pairs (100%; target 2/3), worst graph median 0.5500x (g1; target at most 1.02x): met" in target  # fmt: skip
+    assert "`annealing_warm` (learns)" not in body
     assert rows["single_gpu"][:3] == ["4", "3.0000", "0/0/4"]
 
 
