@@ -159,10 +159,9 @@ def worst_graph(results: list[dict], graphs: set[str], budget: int, method: str,
     graph of `graphs` where that median is largest; None without a pair."""
     medians = {}
     for g in sorted({g for g, _, _ in _pairs(results, graphs)}):
-        pairs = [(c, s) for gg, c, s in _pairs(results, {g})]
-        mine = [value(results, g, c, method, budget, s) for c, s in pairs]
-        ref = [value(results, g, c, reference, budget, s) for c, s in pairs]
-        ratio = _median(m / r for m, r in zip(mine, ref, strict=True) if m is not None and r is not None)
+        pairs = _pairs(results, {g})
+        mine = [value(results, g, c, method, budget, s) for _, c, s in pairs]
+        ratio = compare(mine, [value(results, g, c, reference, budget, s) for _, c, s in pairs])["median_ratio"]
         if ratio is not None:
             medians[g] = ratio
     return max(medians.items(), key=lambda kv: kv[1]) if medians else None
