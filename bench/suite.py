@@ -28,6 +28,7 @@ from absl import app, flags
 
 from bench import report, suite_graphs, suite_report, suite_runs
 from placer import cli
+from placer.core import atomic
 
 TASKS_PER_PROCESS = 8  # runs per worker process before a fresh one (TensorFlow's memory does not all come back)
 SPLIT = os.path.join(suite_graphs.ROOT, "bench", "suite_split.json")
@@ -91,7 +92,12 @@ def define_flags() -> None:
     _COMMIT = flags.DEFINE_string(
         "commit", "", "Report the results of this code commit (default: those of the current code)."
     )
-    _NOTE = flags.DEFINE_string("note", "", "A sentence for the section (how long the run took, what was left out).")
+    _NOTE = flags.DEFINE_string(
+        "note",
+        "",
+        "A sentence for the section (how long the run took, what was left out); kept in the results folder's "
+        f"{NOTE_FILE} for later reports.",
+    )
     _DRY = flags.DEFINE_bool("dry_run", False, "Print the runs still to do, run nothing.")
 
 
@@ -314,6 +320,28 @@ def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
     return "\n".join(lines)
 
 
+NOTE_FILE = "NOTE.md"  # in the results folder: the note of the run that wrote them
+
+
+def run_note(results_dir: str, note: str, keep: bool = True) -> str:
+    """The section's note: `note` (with `keep`, stored in the results folder), or without it the stored one.
+
+    So a report written again without --note (`make bench-suite` once every run is done) keeps what was
+    said of the run; a new --note replaces it.
+    """
+    path = os.path.join(results_dir, NOTE_FILE)
+    if note and not keep:
+        return note.strip()
+    if note:
+        os.makedirs(results_dir, exist_ok=True)
+        atomic.write_text(path, note.strip() + "\n")
+        return note.strip()
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        return f.read().strip()
+
+
 def write_report(results_dir: str, out: str, settings: dict, write: bool, commit: str = "", log=print) -> str:
     """Writes the PNG and (with `write`) the BENCHMARKS.md section; returns the section's Markdown.
 
@@ -343,7 +371,6 @@ def main(argv):
     suite_graphs.by_name(graphs)  # unknown names fail here, before any run
     clusters = _CLUSTERS.value or (["k80x4"] if quick else list(suite_graphs.CLUSTERS))
     seeds = [int(s) for s in _SEEDS.value or (["0"] if quick else ["0", "1", "2"])]
-    settings = {"split_commit": split_commit(), "note": _NOTE.value}
     if not _REPORT_ONLY.value:
         methods = _METHODS.value or suite_runs.learned_methods()
         baselines = _BASELINES.value or suite_runs.baseline_methods()
@@ -364,6 +391,7 @@ def main(argv):
             )  # fmt: skip
             execute(more, _RESULTS.value, commits, _WORKERS.value, _RAY.value)
         print(f"suite runs finished in {time.time() - t0:.0f} s", flush=True)
+    settings = {"split_commit": split_commit(), "note": run_note(_RESULTS.value, _NOTE.value, keep=_WRITE.value)}
     print(write_report(_RESULTS.value, _OUT.value, settings, _WRITE.value, _COMMIT.value))
 
 

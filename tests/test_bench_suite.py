@@ -175,6 +175,18 @@ def test_section_is_written_from_results_alone(tmp_path):
     assert rows["single_gpu"][:3] == ["4", "3.0000", "0/0/4"]
 
 
+def test_a_report_without_note_keeps_the_one_given_before(tmp_path):
+    results = str(tmp_path / "results")
+    assert suite.run_note(results, "") == ""
+    assert suite.run_note(results, "A preview.", keep=False) == "A preview."
+    assert suite.run_note(results, "") == ""  # a preview stores nothing
+    assert suite.run_note(results, "Took 3 h on 2 cores.\n") == "Took 3 h on 2 cores."
+    assert suite.run_note(results, "") == "Took 3 h on 2 cores."
+    assert suite.run_note(results, "Took 2 h.") == "Took 2 h."  # a new note replaces it
+    assert suite.run_note(results, "") == "Took 2 h."
+    assert suite_runs.load_all(results) == []  # the note is not a result
+
+
 @pytest.mark.slow
 def test_a_learned_run_records_its_budget_curve_and_groups():
     job = {"graph": "dag300", "cluster": "k80x2", "method": "annealing", "budget": 24, "seed": 0, "kind": "learned"}
