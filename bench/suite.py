@@ -330,14 +330,12 @@ def run_note(results_dir: str, note: str, keep: bool = True) -> str:
     said of the run; a new --note replaces it.
     """
     path = os.path.join(results_dir, NOTE_FILE)
-    if note and not keep:
-        return note.strip()
-    if note:
+    note = note.strip()
+    if note and keep:
         os.makedirs(results_dir, exist_ok=True)
-        atomic.write_text(path, note.strip() + "\n")
-        return note.strip()
-    if not os.path.exists(path):
-        return ""
+        atomic.write_text(path, note + "\n")
+    if note or not os.path.exists(path):
+        return note
     with open(path) as f:
         return f.read().strip()
 
