@@ -20,7 +20,7 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15 tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=15 tests
 
 test-quick: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -n 2 -m "not slow" tests
