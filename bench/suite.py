@@ -33,6 +33,7 @@ from placer.core import atomic
 TASKS_PER_PROCESS = 8  # runs per worker process before a fresh one (TensorFlow's memory does not all come back)
 SPLIT = os.path.join(suite_graphs.ROOT, "bench", "suite_split.json")
 OUT = os.path.join(suite_graphs.ROOT, "bench", "out", "suite")
+NOTE_FILE = "NOTE.md"  # in the results folder: the note of the run that wrote them
 SLOW_FIRST = ("seq2seq",)  # methods that take 10-20 times the others' wall time per run
 # The learned target: at or under the reference on this share of test-split pairs, and no graph's median
 # ratio to it above TARGET_WORST.
@@ -318,9 +319,6 @@ def section(results: list[dict], split: dict, settings: dict, png: str) -> str:
                   "the placements are those it measured.", ""]  # fmt: skip
     lines += [f"![every method's ratio to the lower bound per graph]({os.path.relpath(png, suite_graphs.ROOT)})", ""]
     return "\n".join(lines)
-
-
-NOTE_FILE = "NOTE.md"  # in the results folder: the note of the run that wrote them
 
 
 def run_note(results_dir: str, note: str, keep: bool = True) -> str:
