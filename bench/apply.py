@@ -93,17 +93,17 @@ def bench_variant(variant: str, folder: str) -> dict:
 
 
 def main() -> None:
-    rows = []
+    rows, at = [], report.commit()
     with tempfile.TemporaryDirectory() as folder:
         for variant in VARIANTS:
             r = bench_variant(variant, folder)
             rows.append(r)
             print(r, flush=True)
-            write(rows)  # each finished graph is kept even if a later one is stopped
+            write(rows, at)  # each finished graph is kept even if a later one is stopped
 
 
-def write(rows: list[dict]) -> None:
-    """Writes the rows measured so far to BENCHMARKS.md."""
+def write(rows: list[dict], at: str) -> None:
+    """Writes the rows measured so far (at commit `at`) to BENCHMARKS.md."""
     lines = [
         f"NMT on this machine split into {NUM_CPUS} logical CPU devices; {METHOD} placement on the local "
         "cluster with profiled per-op costs (`graphs.costs.profiled_costs`, CPU column), moved where TF runs "
@@ -130,7 +130,7 @@ def write(rows: list[dict]) -> None:
         "CPU devices share this machine's cores, so the measured step also pays for contention the "
         "simulator does not model.",
     ]
-    report.update_section("apply", "Applying placements (placer-apply)", "\n".join(lines), "bench/apply.py")
+    report.update_section("apply", "Applying placements (placer-apply)", "\n".join(lines), "bench/apply.py", at)
     print("\n".join(lines))
 
 

@@ -40,7 +40,7 @@ def commit() -> str:
 _WRITTEN = ("BENCHMARKS.md", "README.md", "bench/out")
 
 
-def update_section(name: str, title: str, body: str, script: str) -> None:
+def update_section(name: str, title: str, body: str, script: str, at: str | None = None) -> None:
     """Replaces (or appends) the section `name` of BENCHMARKS.md.
 
     Args:
@@ -48,12 +48,15 @@ def update_section(name: str, title: str, body: str, script: str) -> None:
       title: heading text.
       body: Markdown body.
       script: the bench script that wrote it, quoted under the heading.
+      at: the commit the run measured (`commit()` at its start), quoted beside the script; None: the
+        body names it.
     """
     text = open(PATH).read() if os.path.exists(PATH) else HEADER
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
     machine = f"{platform.machine()}, {os.cpu_count()} cores"
     section = (
-        f"<!-- bench:{name} -->\n## {title}\n\n_Written by `{script}` on {stamp} ({machine})._\n\n"
+        f"<!-- bench:{name} -->\n## {title}\n\n_Written by `{script}`{f' at commit {at}' if at else ''} on {stamp} "
+        f"({machine})._\n\n"
         f"{body.strip()}\n<!-- /bench:{name} -->\n"
     )
     pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->\n", re.S)

@@ -121,13 +121,14 @@ def main(argv):
     del argv
     from placer.core import cluster as cluster_lib  # noqa: PLC0415
 
+    at = report.commit()
     cluster = cluster_lib.load(_CLUSTER.value)
     lines, _ = bench_nmt(cluster, _REPEATS.value, _BATCH.value)
     if not _SKIP_GRAPPLER.value:
         lines += ["", *bench_inception(cluster, _REPEATS.value)]
     body = "\n".join(lines)
     print(body)
-    report.update_section("simulator", "Simulator speed", body, "bench/simulator.py")
+    report.update_section("simulator", "Simulator speed", body, "bench/simulator.py", at)
 
 
 if __name__ == "__main__":

@@ -265,8 +265,8 @@ on the paper's machine (configs/clusters/k80x2.json and k80x4.json: a Haswell CP
 graphs at the paper's sizes (configs/*.py defaults), Grappler op costs. "Speedup" is the paper's: the
 fastest of Single-CPU, Single-GPU, Scotch, MinCut and Expert divided by RL, minus 1; "Speedup (all)" also
 counts the extra baselines. RL: a search of {rl_minutes:g} minutes of wall time per row on this CPU
-(configs/common.py settings: warm-started from the fastest of {warm_start_methods()},
-then REINFORCE; seed 0), far shorter than the paper's hours. Whole table: {wall / 60:.1f} minutes.
+(placer-train's `seq2seq`, the paper's method, with configs/common.py's settings: warm-started from the
+fastest of {warm_start_methods()}, then REINFORCE; seed 0), far shorter than the paper's hours. Whole table: {wall / 60:.1f} minutes.
 
 {ours_table(results)}
 
@@ -296,7 +296,9 @@ def main() -> None:
         note = nmt_memory_note()
         print(note)
         if not args.no_write:
-            report.update_section("nmt_memory", "NMT on one GPU: memory by batch (simulated)", note, "bench/table1.py")
+            report.update_section(
+                "nmt_memory", "NMT on one GPU: memory by batch (simulated)", note, "bench/table1.py", _commit()
+            )
         return
     t0 = time.time()
     results = []
@@ -314,7 +316,9 @@ def main() -> None:
     text += f"\n{memory}\n" if memory else ""
     print(text)
     if not args.no_write:
-        report.update_section("table1", "Reproduction of Table 1 (shape, simulated)", text, "bench/table1.py")
+        report.update_section(
+            "table1", "Reproduction of Table 1 (shape, simulated)", text, "bench/table1.py", _commit()
+        )
 
 
 if __name__ == "__main__":
