@@ -189,15 +189,27 @@ def paper_table() -> str:
 
 
 def notes(results: list[dict]) -> str:
-    from placer.compare import tables  # noqa: PLC0415
-
+    """The rows that failed or were skipped, one line each."""
     out = []
     for r in results:
         for row in r["rows"].values():
             if row.message:
                 out.append(f"- {_model_name(r)}, {r['gpus']} GPUs, {row.method}: {' '.join(row.message.split())}")
-        out += [f"- {_model_name(r)}, {r['gpus']} GPUs, simulated {n}" for n in tables.level_note(r["rows"].values())]
     return "\n".join(out)
+
+
+def levels(results: list[dict]) -> str:
+    """The simulator's model level (group or op) of the step times: one sentence when every row shares it."""
+    from placer.compare import tables  # noqa: PLC0415
+
+    seen = {row.level for r in results for row in r["rows"].values() if getattr(row, "level", "")}
+    if len(seen) == 1:
+        return f"Every step time above is simulated at {seen.pop()} level."
+    return "\n".join(
+        f"- {_model_name(r)}, {r['gpus']} GPUs, simulated {n}"
+        for r in results
+        for n in tables.level_note(r["rows"].values())
+    )
 
 
 @functools.cache
@@ -269,6 +281,8 @@ counts the extra baselines. RL: a search of {rl_minutes:g} minutes of wall time 
 fastest of {warm_start_methods()}, then REINFORCE; seed 0), far shorter than the paper's hours. Whole table: {wall / 60:.1f} minutes.
 
 {ours_table(results)}
+
+{levels(results)}
 
 Seconds each method took to place (the RL column: the search's steps, groups placed and wall time):
 
