@@ -59,10 +59,8 @@ class JobCurve:
 
 
 LOSSES = ("mean", "best", "baseline")  # what a search reports to its allocator as its loss
-# The default of placer-search --loss: the signal SLAQ allocated best with in the "SLAQ: which loss
-# signal" section of BENCHMARKS.md (bench/slaq_loss.py, 15 workloads of the recorded searches on 32
-# slots, time to 90% measured on the best step time so far; searches recorded at commit 59df919):
-# mean -4.7% against fair (worst workload +4.8%), baseline -2.1% (+7.4%), best +4.6% (+10.8%).
+# The default of placer-search --loss. bench/slaq_loss.py measures each signal under plain SLAQ and says in
+# BENCHMARKS.md ("SLAQ: which loss signal") whether this one still allocates best.
 DEFAULT_LOSS = "mean"
 
 
