@@ -34,14 +34,13 @@ profiled op costs come in. Writes the "dispatch" section of BENCHMARKS.md.
 
 from __future__ import annotations
 
-import math
 import os
 import statistics
 
 import numpy as np
 from absl import app, flags
 
-from bench import report
+from bench import dispatch_constants, report
 from graphs.costs_calibrate import chain_graph, pool_handoff
 from placer.core.clocks import median_clocks
 
@@ -147,26 +146,10 @@ def section(m: dict, lengths, steps, rounds) -> str:
             f"A FULL_TRACE step records these ops at {m['traced_us']:g} us each (median; whole microseconds), "
             "so profiled costs of ops this small are quantised to whole microseconds.",
             "",
-            _constants_line(m["dispatch"], m["transfer_cost"]),
+            dispatch_constants.constants_line(m["dispatch"], m["transfer_cost"]),
             "",
             f"Commit {report.commit()}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end.",
         ]
-    )
-
-
-def _constants_line(dispatch: float, transfer_cost: float) -> str:
-    """Whether the chosen figures (s) are the constants `--cluster=local` and the presets use (as written there, to
-    3 significant figures)."""
-    from placer.core import cluster  # noqa: PLC0415
-
-    lib = (cluster.LOCAL_CPU_DISPATCH, cluster.LOCAL_CPU_TRANSFER_COST)
-    names = "the CPU `dispatch` and `transfer_cost` of `--cluster=local` (`placer.core.cluster.LOCAL_CPU_DISPATCH`, "
-    names += "`LOCAL_CPU_TRANSFER_COST`) and the CPU `dispatch` of the presets (docs/measure.md)"
-    if all(math.isclose(x, c, rel_tol=5e-3) for x, c in zip((dispatch, transfer_cost), lib, strict=True)):
-        return f"These figures are {names}."
-    return (
-        f"These figures are not {names}: those are {lib[0] * 1e9:.0f} ns and {lib[1] * 1e9:.0f} ns, from an earlier "
-        'run (BENCHMARKS.md, "Earlier experiments (the simulator\'s calibration)").'
     )
 
 
