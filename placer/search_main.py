@@ -58,11 +58,11 @@ _NORMALISE = flags.DEFINE_enum(
 )
 _LOSS = flags.DEFINE_enum(
     "loss",
-    DEFAULT_LOSS,  # chosen by bench/slaq_loss.py (BENCHMARKS.md, "SLAQ: which loss signal")
+    DEFAULT_LOSS,
     list(LOSSES),
     "A search's loss for the allocator: mean sqrt step time of its batch, sqrt of the best step time so far, "
-    f"or the REINFORCE moving-average baseline. Default {DEFAULT_LOSS}: the one SLAQ allocated best with "
-    "(BENCHMARKS.md, 'SLAQ: which loss signal').",
+    f"or the REINFORCE moving-average baseline. Default {DEFAULT_LOSS}; BENCHMARKS.md ('SLAQ: which loss "
+    "signal') compares the three under plain slaq.",
 )
 _ENGINE, _RAY_ADDRESS = cli_flags.define_flags(__name__, "engine", "ray_address")
 _LOCKSTEP = flags.DEFINE_bool(
