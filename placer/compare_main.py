@@ -97,6 +97,7 @@ def main(argv: list[str]) -> None:
     graph = loaded.graph
     labels, reference = compare_lib.given_rows(paths, given, graph, cluster, methods, _REFERENCE.value)
     measurer = registry.make_measurer(_MEASURE.value, graph, cluster, model=loaded.model)
+    bound = bounds.bound(graph, cluster)
     print(f"placing and measuring {len(methods) + len(given)} placements of {graph.name}", file=sys.stderr, flush=True)
     rows = compare_lib.compare(
         graph,
@@ -111,8 +112,8 @@ def main(argv: list[str]) -> None:
         search_budget=budget,
         log=lambda line: print(line, file=sys.stderr, flush=True),
         exact=exact_row.Options(_EXACT_SECONDS.value, _EXACT_WORKERS.value, _EXACT_LEVEL.value),
+        lower_bound=bound.value,
     )
-    bound = bounds.bound(graph, cluster)
     if _REFERENCE.value is None:  # the expert's, unless it has no placement here: then the fastest baseline
         reference, said = reference_lib.choose_reference(rows, reference)
         rows = reference_lib.relative_to(rows, reference)

@@ -210,6 +210,7 @@ def compare(
     search_budget: int = DEFAULT_SEARCH_BUDGET,
     log: Callable[[str], None] | None = None,
     exact: exact_row.Options | None = None,
+    lower_bound: float | None = None,
 ) -> list[Row]:
     """Places `graph` with each baseline, measures them and the given placements.
 
@@ -231,6 +232,9 @@ def compare(
         local_search) measures; see `search_budget` for the CLI's choice.
       log: where a line goes as each same-budget search starts (None: silent).
       exact: the exact row's options (exact_row.Options; None: its defaults).
+      lower_bound: placer.measure.bounds.lower_bound of `graph` on `cluster` in
+        seconds, when the caller has it (None: computed here; its LP is most of
+        the time on a graph of 100,000 ops or more).
 
     Returns:
       One Row per method, then one per extra placement. Speedups are relative
@@ -252,7 +256,8 @@ def compare(
     measured = dict(zip(runnable, measurer.measure([entries[i][1] for i in runnable]), strict=True))
     steps = {e[0]: float(measured[i].step_time) for i, e in enumerate(entries) if i in measured and measured[i].ok}
     ref, ref_gpu = steps.get(reference), steps.get(SINGLE_GPU)
-    lb = bounds.lower_bound(graph, cluster)  # op level: the same bound for group and op placements
+    # Op level: the same bound for group and op placements.
+    lb = bounds.lower_bound(graph, cluster) if lower_bound is None else lower_bound
     zeros = tuple(0.0 for _ in range(cluster.num_devices))
     rows = []
     for i, (name, placement, seconds, message) in enumerate(entries):

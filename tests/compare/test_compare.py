@@ -114,6 +114,14 @@ def test_not_strict_reports_inapplicable_baseline():
     assert rows[1].speedup_vs_reference is None and rows[1].step_time == pytest.approx(10.0)
 
 
+def test_given_lower_bound_is_the_one_divided_by(tmp_path):
+    # placer-compare computes the bound once for its printout and hands it in (its LP takes minutes at 200,000 ops).
+    graph = graph_io.from_json(GRAPH)
+    cluster = cluster_lib.load(str(write_cluster(tmp_path, 10**9)))
+    rows = compare_lib.compare(graph, cluster, Simulator(graph, cluster), ["single_gpu"], lower_bound=5.0)
+    assert rows[0].ratio_to_lower_bound == pytest.approx(10.0 / 5.0)  # not 10 / 6, the bound it would compute
+
+
 def run(tmp_path, *args):
     (tmp_path / "g.json").write_text(json.dumps(GRAPH))
     return binaries.run(
