@@ -37,7 +37,7 @@ from bench import report
 from placer.core.errors import InputError
 from placer.core.placement import Placement
 from placer.rl.run_files import CURVE_COLUMNS
-from placer.testing.workloads import write_workload
+from placer.testing.workloads import METHODS, write_workload
 
 TRAIN_FLAGS = [
     "--noprogress",
@@ -200,10 +200,15 @@ def check_search_workdir(out: str, steps: int, at_kill: dict[str, dict]) -> list
             n = max(0, len(kept["losses"]) - 1)
             if [float(r["loss"]) for r in rows[:n]] != kept["losses"][:n]:
                 problems.append(f"{name}: iterations finished before the kill were run again")
-            history = _read_json(os.path.join(out, "fair", "jobs", name, "history.json"))
-            if [h["step"] for h in history] != list(range(1, steps + 1)):
-                problems.append(f"{name}: history.json steps not 1..N once each")
-            Placement.load(os.path.join(out, "fair", "jobs", name, "best_placement.json"))
+            folder = os.path.join(out, "fair", "jobs", name)
+            rounds = _read_json(os.path.join(folder, "search.json"))["rounds"]
+            if rounds != steps:
+                problems.append(f"{name}: search.json counts {rounds} rounds, not {steps}")
+            if METHODS[SEARCHES.index(name)] == "seq2seq":  # the one method with a per-step history.json
+                history = _read_json(os.path.join(folder, "history.json"))
+                if [h["step"] for h in history] != list(range(1, steps + 1)):
+                    problems.append(f"{name}: history.json steps not 1..N once each")
+            Placement.load(os.path.join(folder, "best_placement.json"))
     except (OSError, ValueError, KeyError, TypeError, InputError) as e:
         problems.append(f"unreadable: {str(e).splitlines()[0][:80]}")
     return problems
@@ -346,9 +351,11 @@ def main() -> int:
         f"placer-train: `configs/nmt.py:tiny`, policy hidden size 16, --steps={args.train_steps}, a checkpoint every "
         f"10 steps; files valid: summary.json, run.json, history.json, curve.csv and best_placement.json parse, "
         f"every step once in order, the best no worse than the one saved at the kill. placer-search: the three "
-        f"searches of tests/sharing/test_search.py, {args.search_steps} iterations each, fair share on 4 slots, "
-        f"one kill per trial; files valid: every search done, each iteration once, those finished before the "
-        f"kill not run again.\n\n" + "\n\n".join(lines) + f"\n\n{table}\n"
+        f"searches of placer/testing/workloads.py ({', '.join(METHODS)}), {args.search_steps} iterations each, "
+        f"fair share on 4 slots, one kill per trial; files valid: every search done, each iteration once (its "
+        f"curve, its search.json's rounds, seq2seq's history.json), those finished before the kill not run again.\n\n"
+        + "\n\n".join(lines)
+        + f"\n\n{table}\n"
     )
     if not args.nowrite:
         report.update_section("kill", "Kill -9 and resume", body, "bench/kill.py")
