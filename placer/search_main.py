@@ -4,8 +4,8 @@ Every epoch the pool's slots go to the searches by an allocator: `slaq-safe`
 (the default: the work-conserving fair share, in which a search past its knee,
 99% of its fitted loss reduction after half its steps, yields its slots to the
 others up to a fifth of its fair share, and no search yields once the searches together
-would have given up 1% of their fair share), `slaq` (most predicted loss reduction,
-discounted by each search's prediction error; Zhang et al., SoCC 2017: it trades long
+would have given up 1% of their fair share), `slaq` (most predicted loss reduction;
+Zhang et al., SoCC 2017: it trades long
 jobs for short ones, starving a long job whose loss falls slowly at first; on the replay
 set of bench/slaq_promise.py it reached 90% of the reduction a median 5.17% later than
 fair at 16 slots and 8.31% at 32 on the stress set, up to 14.24% later, and 12.66% and

@@ -17,8 +17,7 @@ How one epoch is allocated (`SlaqAllocator.allocate`):
   reduction over the epoch (P_j from its CurveFit, k its last iteration) over
   its largest loss change so far m_j.
 * Greedy allocation hands each further slot to the job with the largest
-  marginal gain g_j(s + 1) - g_j(s), discounted by how far the job's recent
-  predictions missed (times JobState.trust = 1 - its running prediction error). Gains shrink as slots grow (diminishing
+  marginal gain g_j(s + 1) - g_j(s). Gains shrink as slots grow (diminishing
   returns; the marginals are made non-increasing by a running minimum), so the
   greedy result, which a heap with lazy updates would compute slot by slot,
   equals taking the (num_slots - num_jobs) largest marginals over all jobs.
@@ -79,7 +78,6 @@ def _unpack(rows: np.ndarray) -> dict[str, np.ndarray]:
         "cap",
         "first_loss",
         "asymptote",
-        "trust",
     )
     return {n: rows[:, i : i + 1] for i, n in enumerate(names)}
 
@@ -126,7 +124,7 @@ def _slot_keys(
         marginal = np.minimum.accumulate(np.diff(gain, axis=1), axis=1)  # non-increasing in s
         marginal = np.maximum(np.nan_to_num(marginal, nan=0.0), 0.0)
         if objective == "total":
-            keys = marginal * m["trust"]  # uncertain gains discounted (JobState.trust)
+            keys = marginal
         else:
             span = _fitted_span(m)
             q = np.where(np.isnan(span), 1.0, (loss[:, :-1] - m["asymptote"]) / span)

@@ -343,21 +343,3 @@ def predict(fit: CurveFit, k: float) -> float:
     so the predicted loss never rises.
     """
     return float(predict_many(fit, [k])[0])
-
-
-def progress_error(fit: CurveFit, k: float, loss: float) -> float:
-    """How wrong a fit's predicted progress was: |predicted - actual| / max(|predicted|, |actual|).
-
-    Progress is the loss decrease from the fit's last observed loss to
-    iteration k (> last_iter), so 0 is a perfect prediction and 1 means off by
-    the whole of the larger of the two (e.g. progress predicted where there was
-    none); at most 2.
-
-    >>> f = CurveFit(MEAN_CHANGE, (0.0,) * 4, 0.0, 0.0, 1.0, 10.0, 5.0, 0.1)
-    >>> round(progress_error(f, 20, 4.0), 6), round(progress_error(f, 20, 4.5), 6)
-    (0.0, 0.5)
-    """
-    predicted = fit.last_loss - predict(fit, k)
-    actual = fit.last_loss - float(loss)
-    denom = max(abs(predicted), abs(actual))
-    return 0.0 if denom <= 0 else abs(predicted - actual) / denom

@@ -17,7 +17,6 @@ from placer.sharing.runtime_model import RuntimeModel, fit_runtime
 from placer.sharing.slaq_curves import CurveFit
 
 _RUNTIME_WINDOW = 50  # most recent (slots, seconds) observations behind the runtime model (our choice)
-ERROR_EPOCHS = 5  # epochs behind a job's running prediction error (our choice)
 PROFILE_TOLERANCE = 0.02  # slot counts within 2% of a profile's fastest count as no faster (our choice)
 
 
@@ -25,10 +24,7 @@ class JobState:
     """One job's loss history and runtime observations, with cached models.
 
     The curve is fitted to the current regime only: a jump in the loss (see
-    slaq_regimes.is_jump, e.g. a learning-rate drop) starts a new one. At each
-    allocation the fit the previous allocation used is scored on the newest
-    loss (slaq_curves.progress_error); the last ERROR_EPOCHS scores are the
-    job's running prediction error.
+    slaq_regimes.is_jump, e.g. a learning-rate drop) starts a new one.
 
     Attributes:
       job_id: hashable key of the job in allocations.
@@ -61,8 +57,6 @@ class JobState:
         self.set_profile(profile)
         self._regime = 0  # index of the first loss of the current regime
         self._previous_regime = 0  # the regime before the latest jump, while that jump is unconfirmed
-        self._scored: CurveFit | None = None  # the fit the last allocation used
-        self._errors: list[float] = []
         self._decay = decay
         self._window = window
         self._iters: list[float] = []
@@ -133,18 +127,6 @@ class JobState:
         return cap
 
     @property
-    def prediction_error(self) -> float | None:
-        """Median progress error of the last ERROR_EPOCHS scored predictions; None before any."""
-        return float(np.median(self._errors)) if self._errors else None
-
-    @property
-    def trust(self) -> float:
-        """1 - the running prediction error, in [0, 1]: how much of a predicted gain to believe
-        (1 before any prediction was scored)."""
-        err = self.prediction_error
-        return 1.0 if err is None else float(np.clip(1.0 - err, 0.0, 1.0))
-
-    @property
     def regime_points(self) -> int:
         """Losses since the latest jump."""
         return len(self._losses) - self._regime
@@ -199,25 +181,15 @@ class JobState:
             self._row = self._make_row()
         return self._row
 
-    def _score(self) -> None:
-        """Scores the previous allocation's fit on the newest loss (once per allocation)."""
-        old = self._scored
-        if old is not None and self._iters and self._iters[-1] > old.last_iter:
-            self._errors = [*self._errors, slaq_curves.progress_error(old, self._iters[-1], self._losses[-1])]
-            self._errors = self._errors[-ERROR_EPOCHS:]
-        self._scored = None
-
     def _make_row(self) -> tuple:
-        self._score()
         cap = self.cap
         rt = self.runtime()
         if len(self._losses) < 2 or self._max_change <= 0:
             last = self._losses[-1] if self._losses else 0.0
             it = self._iters[-1] if self._iters else 0.0
             # Unknown curve: one normalised unit per iteration (see module docstring).
-            return (0, 0.0, 0.0, 0.0, 0.0, it, 0.0, 1.0, it, last, 1.0, 1.0, rt.a, rt.b, cap, last, -math.inf, 1.0)
+            return (0, 0.0, 0.0, 0.0, 0.0, it, 0.0, 1.0, it, last, 1.0, 1.0, rt.a, rt.b, cap, last, -math.inf)
         f = self.curve()
-        self._scored = f
         return (
             f.code,
             *f.params,
@@ -233,5 +205,4 @@ class JobState:
             cap,
             self._losses[0],
             f.asymptote,
-            self.trust,
         )

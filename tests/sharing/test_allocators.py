@@ -39,16 +39,6 @@ def test_job_state_fits_only_the_regime_after_a_jump():
     assert slaq_curves.predict(fit, 40) == pytest.approx(_drop_curve(40), abs=0.05)
 
 
-def test_prediction_error_is_scored_per_allocation():
-    j = JobState("a")
-    alloc = SlaqAllocator()
-    _feed(j, lambda k: 10.0 - 0.1 * k, 0, 12, alloc)  # a straight line: predicted within a few %
-    assert len(j._errors) == 5 and j.prediction_error < 0.05  # one prediction scored per allocation
-    j.report(12, 10.0 - 0.1 * 12 - 3.0, 1.0, 1)  # the drop: predicted 0.1, got 3.1 -> (3.1 - 0.1) / 3.1
-    alloc.allocate([j], 4)
-    assert j._errors[-1] == pytest.approx(3.0 / 3.1, rel=1e-3)
-
-
 def test_a_job_never_gets_more_slots_than_its_fastest_measured_count():
     # Measured seconds per iteration on 1..6 slots: fastest on 3, slower beyond.
     profile = [4.0, 2.0, 1.5, 1.6, 2.0, 3.0]
