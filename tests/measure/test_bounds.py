@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from scipy.optimize import linprog
 
 from placer.core import cluster as cl
 from placer.core.errors import InputError
@@ -112,3 +113,34 @@ def test_cpu_only_ops_load_the_cpu_whatever_the_gpus_do():
     assert b.load == pytest.approx(6.0) and b.critical_path == pytest.approx(3.0)
     assert b.value == pytest.approx(6.0) and b.binds == bounds.LOAD
     assert simulate(g, c, np.array([0, 0, 1, 2])).step_time == pytest.approx(6.0)
+
+
+def test_identical_gpus_share_their_load_evenly():
+    # Four ops of CPU 4 s and GPU 2 s on CPU + 2 identical GPUs: the GPUs act as one device of 1 s per op.
+    # The CPU takes q ops (4q s), the GPUs 4 - q (2 (4 - q) / 2 s each): equal at q = 0.8, 3.2 s.
+    times = np.array([[4.0, 2.0, 2.0]] * 4)
+    assert bounds.load_bound(times) == pytest.approx(3.2)
+    # A third GPU twice as fast is a third class (HiGHS). Every device loaded alike at L: the CPU runs
+    # L / 4 ops, each slow GPU L / 2, the fast one L; together the 4 ops: 2.25 L = 4, L = 16 / 9 s.
+    assert bounds.load_bound(np.array([[4.0, 2.0, 2.0, 1.0]] * 4)) == pytest.approx(16 / 9)
+
+
+def test_two_device_classes_agree_with_the_lp_over_every_device():
+    # The sort-based optimum for CPU + identical GPUs against HiGHS on one variable per op and device.
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        n, gpus = int(rng.integers(1, 30)), int(rng.integers(1, 5))
+        cpu, gpu = rng.uniform(0, 10, n), rng.uniform(0, 5, n)
+        gpu[rng.random(n) < 0.2] = np.nan  # CPU-only ops
+        cpu[(rng.random(n) < 0.1) & ~np.isnan(gpu)] = np.nan  # GPU-only ops
+        times = np.c_[cpu, np.repeat(gpu[:, None], gpus, 1)]
+        ok = ~np.isnan(times)
+        var_op, var_dev = np.nonzero(ok)
+        nv, dn = len(var_op), times.shape[1]
+        a_eq = np.zeros((n, nv + 1))
+        a_eq[var_op, np.arange(nv)] = 1.0
+        a_ub = np.zeros((dn, nv + 1))
+        a_ub[var_dev, np.arange(nv)] = times[ok]
+        a_ub[:, -1] = -1.0
+        lp = linprog(np.r_[np.zeros(nv), 1.0], A_ub=a_ub, b_ub=np.zeros(dn), A_eq=a_eq, b_eq=np.ones(n))
+        assert bounds.load_bound(times) == pytest.approx(lp.fun, rel=1e-7)
