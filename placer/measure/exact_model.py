@@ -19,9 +19,11 @@ of every placement of these units:
   after it ends; control edges and same-device edges order the units only;
 * memory: each device's persistent bytes within its capacity (activations
   are left out: a relaxation);
-* cuts: each unit starts after its longest chain of predecessors and the
-  makespan covers its longest chain of successors (fastest devices, free
-  transfers); the makespan is at least every device's load and the
+* cuts: each unit starts no earlier than its head and the makespan covers
+  its tail (`_levels`: chains of predecessors and successors on their
+  fastest devices, where the inputs a unit joins either share its device,
+  one after another, or pay their cheapest transfer, and the same for the
+  outputs it forks); the makespan is at least every device's load and the
   fractional load bound (`placer.measure.bounds.load_bound`);
 * symmetry: among interchangeable devices (same kind and links), a device
   is used only once the one before it is, in class order.
@@ -144,7 +146,7 @@ def build(inp: Inputs, quantum: float) -> Model:
         m.add(makespan >= end[u])
     _transfers(m, inp, place, start, end, pt, quantum, horizon)
     _memory(m, inp, place)
-    cut = _cuts(m, inp, sec, place, start, makespan, load)
+    cut = _cuts(m, inp, sec, pt, quantum, start, makespan, load)
     _symmetry(m, inp.symmetric, place)
     m.minimize(makespan)
     return Model(m, place, start, end, makespan, cut, quantum)
@@ -250,22 +252,11 @@ def _memory(m, inp: Inputs, place) -> None:
             m.add(sum(terms) <= int(cap))
 
 
-def _cuts(m, inp: Inputs, sec, place, start, makespan, load) -> int:
+def _cuts(m, inp: Inputs, sec, pt, quantum, start, makespan, load) -> int:
     """Adds the redundant cuts of the module docstring; returns their bound on the makespan (ticks)."""
-    units = inp.units
     u_n = len(start)
     fast = np.where(sec >= 0, sec, np.iinfo(np.int64).max).min(1) if u_n else np.zeros(0, np.int64)
-    src = np.repeat(np.arange(u_n), np.diff(units.succ_ptr))
-    dst = units.succ_unit.astype(np.int64)
-    order = topological_order(u_n, src, dst)
-    head, tail = np.zeros(u_n, np.int64), fast.copy()
-    succ = [units.succ_unit[units.succ_ptr[u] : units.succ_ptr[u + 1]].tolist() for u in range(u_n)]
-    for u in order.tolist():
-        for v in succ[u]:
-            head[v] = max(head[v], head[u] + fast[u])
-    for u in order[::-1].tolist():
-        for v in succ[u]:
-            tail[u] = max(tail[u], fast[u] + tail[v])
+    head, tail = _levels(inp, fast, pt, quantum) if u_n else (fast, fast)
     for u in range(u_n):
         if head[u]:
             m.add(start[u] >= int(head[u]))
@@ -274,9 +265,72 @@ def _cuts(m, inp: Inputs, sec, place, start, makespan, load) -> int:
         if load[d]:
             m.add(makespan >= sum(load[d]))
     lp = bounds.load_bound(np.where(sec >= 0, sec, np.nan).astype(np.float64)) if u_n else 0.0
-    cut = int(max(tail.max(initial=0), np.ceil(lp - 1e-6)))
+    cut = int(max((head + tail).max(initial=0), np.ceil(lp - 1e-6)))
     m.add(makespan >= cut)
     return cut
+
+
+def _levels(inp: Inputs, fast: np.ndarray, pt: np.ndarray, quantum: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's head (earliest start) and tail (its own time and the least after it), in ticks.
+
+    A unit v starts after its predecessors: some share its device and run one
+    after another there (released at their heads, `fast` ticks each), the
+    others end and send their tensors for v (at least `_edge_ticks`). The
+    head is the least, over which predecessors share v's device, of the
+    later of the two; it suffices to try, for each k, the k whose remote
+    arrival is latest. Tails are heads in the reversed graph, plus the unit's
+    own time.
+    """
+    units, u_n = inp.units, len(fast)
+    cost = _edge_ticks(units, pt, inp.bandwidth, quantum)
+    src = np.repeat(np.arange(u_n), np.diff(units.succ_ptr)).tolist()
+    dst, data = units.succ_unit.tolist(), units.succ_data.tolist()
+    into: list[list] = [[] for _ in range(u_n)]
+    out: list[list] = [[] for _ in range(u_n)]
+    for u, v, d in zip(src, dst, data, strict=True):
+        c = cost.get((u, v), 0) if d else 0
+        into[v].append((u, c))
+        out[u].append((v, c))
+    order = topological_order(u_n, np.asarray(src, np.int64), np.asarray(dst, np.int64)).tolist()
+    head, after = np.zeros(u_n, np.int64), np.zeros(u_n, np.int64)
+    for level, seq, edges in ((head, order, into), (after, order[::-1], out)):
+        for v in seq:
+            if edges[v]:
+                level[v] = _join(np.array([level[u] for u, _ in edges[v]]), fast[[u for u, _ in edges[v]]],
+                                 np.array([c for _, c in edges[v]]))  # fmt: skip
+    return head, after + fast
+
+
+def _join(release: np.ndarray, length: np.ndarray, transfer: np.ndarray) -> int:
+    """The earliest start of a unit after inputs released at `release` taking `length`, each either run
+    before it on its device (one at a time) or sent over `transfer` ticks."""
+    arrival = release + length + transfer
+    by_arrival = np.argsort(-arrival, kind="stable")
+    best = int(arrival[by_arrival[0]])
+    for k in range(1, len(by_arrival) + 1):
+        local = by_arrival[:k]
+        t = 0
+        for u in local[np.argsort(release[local], kind="stable")]:
+            t = max(t, int(release[u])) + int(length[u])
+        if t >= best:
+            break
+        best = min(best, max(t, int(arrival[by_arrival[k]]) if k < len(by_arrival) else 0))
+    return best
+
+
+def _edge_ticks(units: Units, pt: np.ndarray, bandwidth: np.ndarray, quantum: float) -> dict[tuple[int, int], int]:
+    """Per data edge (u, v) of the unit graph, the fewest ticks u's tensors for v take on any link: the
+    terms of `_size` for v's tensors alone, on the cheapest pair of distinct devices."""
+    dn = len(bandwidth)
+    off = ~np.eye(dn, dtype=bool)
+    per_tensor, bw = pt[off], bandwidth[off]
+    total: dict[tuple[int, int], np.ndarray] = {}
+    for u, tensors in _consumer_terms(units).items():
+        for cons, n in tensors:
+            for v, nb in cons:
+                link = n * per_tensor + np.floor(nb / bw / quantum + _EPS).astype(np.int64)
+                total[(u, v)] = total.get((u, v), 0) + link
+    return {e: int(t.min()) for e, t in total.items()}
 
 
 def _symmetry(m, symmetric, place) -> None:

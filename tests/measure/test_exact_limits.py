@@ -45,3 +45,18 @@ def test_without_ortools_the_error_names_the_extra(monkeypatch):
     monkeypatch.setattr(exact, "cp_model", None)
     with pytest.raises(InputError, match=r"pip install -e '\.\[exact\]'"):
         exact.solve(chain(3), two_gpus())
+
+
+def test_the_cuts_count_a_join_and_a_fork_that_must_share_a_device_or_pay_a_transfer():
+    # a -> j and b -> j (a fork s -> x, s -> y alike), 1 s ops, 1 GB edges (1 s over the link). The critical
+    # path is 2 s; but j waits for a and b one after another on its GPU (2 s) or for a transfer (1 + 1 s),
+    # so it starts at 2 s at the earliest: 3 s, the optimum (a, j on one GPU, b on the other). With no
+    # time to search, that is the proven bound.
+    for name, edges in (("join", [("a", "j"), ("b", "j")]), ("fork", [("j", "a"), ("j", "b")])):
+        g = OpGraph.create(
+            name, ["a", "b", "j"], ["T"] * 3, [(s, d, 10**9) for s, d in edges],
+            device_types=("GPU",), compute_cost=np.ones((3, 1)),
+        )  # fmt: skip
+        r = exact.solve(g, two_gpus(), time_limit=0.0)
+        assert r.proven_bound == pytest.approx(3.0), name
+        assert exact.solve(g, two_gpus(), time_limit=5.0, workers=1).step_time == pytest.approx(3.0), name
