@@ -37,7 +37,7 @@ job's model config.
 from absl import flags
 
 from placer import cli, cli_flags
-from placer.sharing.allocators import ALLOCATORS, OBJECTIVES
+from placer.sharing.allocators import ALLOCATORS, DEFAULT_ALLOCATOR, OBJECTIVES
 from placer.sharing.report import DEFAULT_LOSS, LOSSES
 from placer.sharing.slaq import DEFAULT_EPOCH_S, NORMALISERS
 
@@ -45,7 +45,7 @@ _JOBS = flags.DEFINE_string("jobs", None, "Jobs file (a .py config), e.g. config
 _SLOTS = flags.DEFINE_integer("slots", 4, "Measurement slots in the pool.")
 _EPOCH = flags.DEFINE_float("epoch_s", DEFAULT_EPOCH_S, "Seconds between reallocations of the slots.")
 _POLICY = flags.DEFINE_enum(
-    "policy", "slaq-safe", [*ALLOCATORS, "both", "all"], "Slot allocator (both: slaq and fair; all: every one)."
+    "policy", DEFAULT_ALLOCATOR, [*ALLOCATORS, "both", "all"], "Slot allocator (both: slaq and fair; all: every one)."
 )
 _OBJECTIVE = flags.DEFINE_enum(
     "objective", "total", list(OBJECTIVES), "SLAQ's objective: summed loss reduction, or the worst job first."
