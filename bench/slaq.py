@@ -32,13 +32,13 @@ import time
 from bench import report, slaq_data, slaq_predict, slaq_replay, slaq_sharing
 from bench.slaq_traces import load_trace
 from placer.core import atomic
-from placer.sharing.allocators import ALLOCATORS, KNEE_BUDGET, KNEE_PROGRESS, YIELD_SHARE
+from placer.sharing.allocators import ALLOCATORS, DEFAULT_ALLOCATOR, KNEE_BUDGET, KNEE_PROGRESS, YIELD_SHARE
 from placer.sharing.slaq import DEFAULT_EPOCH_S
 
 SLOTS = (16, 32, 64)  # pool sizes
 GAIN_SLOTS = 16  # where the median gain of the default allocator is judged
 POLICIES = ("fair-static", "slaq", "slaq-safe", "slaq-oracle", "knee-oracle")  # each against fair
-DEFAULT = "slaq-safe"  # the allocator that promises to stay within SAFE_LOSS of fair
+DEFAULT = DEFAULT_ALLOCATOR  # the allocator that promises to stay within SAFE_LOSS of fair
 SAFE_LOSS = 0.01  # never this much worse than fair on either metric, on any workload
 GAIN = 0.02  # median time to 90% at least this much sooner than fair at GAIN_SLOTS
 LATENCY_S = 0.050  # 4,000 jobs on 16,384 slots

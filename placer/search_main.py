@@ -7,9 +7,9 @@ others up to a fifth of its fair share, and no search yields once the searches t
 would have given up 1% of their fair share), `slaq` (most predicted loss reduction;
 Zhang et al., SoCC 2017: it trades long
 jobs for short ones, starving a long job whose loss falls slowly at first; on the replay
-set of bench/slaq_promise.py it reached 90% of the reduction a median 5.17% later than
-fair at 16 slots and 8.31% at 32 on the stress set, up to 14.24% later, and 12.66% and
-15.66% sooner on the Keras curves), `fair`
+set of bench/slaq_promise.py it reached 90% of the reduction a median 3.32% later than
+fair at 16 slots and 8.05% at 32 on the stress set, up to 14.43% later, and 12.91% and
+16.48% sooner on the Keras curves), `fair`
 (the work-conserving fair share, the reference) or `fair-static` (an even
 split that leaves a capped search's spare slots idle). `--policy=both` runs
 SLAQ then fair on the same jobs, `--policy=all` every allocator, each line of
@@ -37,7 +37,7 @@ job's model config.
 from absl import flags
 
 from placer import cli, cli_flags
-from placer.sharing.allocators import ALLOCATORS, OBJECTIVES
+from placer.sharing.allocators import ALLOCATORS, DEFAULT_ALLOCATOR, OBJECTIVES
 from placer.sharing.report import DEFAULT_LOSS, LOSSES
 from placer.sharing.slaq import DEFAULT_EPOCH_S, NORMALISERS
 
@@ -45,7 +45,7 @@ _JOBS = flags.DEFINE_string("jobs", None, "Jobs file (a .py config), e.g. config
 _SLOTS = flags.DEFINE_integer("slots", 4, "Measurement slots in the pool.")
 _EPOCH = flags.DEFINE_float("epoch_s", DEFAULT_EPOCH_S, "Seconds between reallocations of the slots.")
 _POLICY = flags.DEFINE_enum(
-    "policy", "slaq-safe", [*ALLOCATORS, "both", "all"], "Slot allocator (both: slaq and fair; all: every one)."
+    "policy", DEFAULT_ALLOCATOR, [*ALLOCATORS, "both", "all"], "Slot allocator (both: slaq and fair; all: every one)."
 )
 _OBJECTIVE = flags.DEFINE_enum(
     "objective", "total", list(OBJECTIVES), "SLAQ's objective: summed loss reduction, or the worst job first."

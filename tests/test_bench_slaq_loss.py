@@ -49,3 +49,17 @@ def test_winner_is_the_lowest_change_ties_to_the_better_prediction():
     }
     assert slaq_loss.signal_path("d/search_trace.csv", "best") == "d/search_trace_best.csv"
     assert slaq_loss.signal_path("d/search_trace.csv", "mean") == "d/search_trace.csv"
+
+
+def test_the_verdict_is_judged_under_the_default_allocator_and_plain_slaq_is_named_apart():
+    def row(change, slaq_change):
+        return {"fits": 1, "pred": 0.01, "p90": 0.02, "fair_t90": 10.0, "change": change, "worst": change,
+                "slaq_change": slaq_change, "slaq_worst": slaq_change}  # fmt: skip
+
+    rows = {"mean": row(-0.004, -0.02), "best": row(-0.003, 0.03), "baseline": row(-0.002, -0.07)}
+    text = "\n".join(slaq_loss.lines(rows, [0, 1], [_job("a", [3.0, 2.0])]))
+    assert (
+        "Winner under `slaq-safe` (lowest median change against fair, ties to the lower prediction error): `mean`"
+        in text
+    )
+    assert "Under plain `slaq` the best signal is `baseline` (-7.0%)." in text

@@ -191,6 +191,7 @@ class KneeAllocator:
 
 
 ALLOCATORS = ("slaq", "slaq-safe", "fair", "fair-static")
+DEFAULT_ALLOCATOR = "slaq-safe"  # placer-search's --policy
 
 
 def make_allocator(
