@@ -52,13 +52,14 @@ def change_against_fair(fair_t90: np.ndarray, t90: np.ndarray) -> dict[str, floa
     return {"change": float(np.median(change)), "worst": float(change.max())}
 
 
-def winner(rows: dict[str, dict]) -> str:
-    """The signal with the lowest median change against fair; ties to the lower median prediction error.
+def winner(rows: dict[str, dict], change: str = "change") -> str:
+    """The signal with the lowest median change against fair (the rows' field `change`: the default
+    allocator's; "slaq_change": plain SLAQ's); ties to the lower median prediction error.
 
     >>> winner({"a": {"change": -0.1, "pred": 0.05}, "b": {"change": -0.1, "pred": 0.01}})
     'b'
     """
-    return min(rows, key=lambda s: (rows[s]["change"], rows[s]["pred"]))
+    return min(rows, key=lambda s: (rows[s][change], rows[s]["pred"]))
 
 
 POLICIES = ("slaq", DEFAULT_ALLOCATOR)  # each fed the signal; the winner is judged under the default
@@ -120,7 +121,7 @@ def lines(rows: dict[str, dict], seeds: list[int], jobs: list[TraceJob]) -> list
             f"| {r['slaq_change']:+.1%} ({r['slaq_worst']:+.1%}) | {r['change']:+.1%} ({r['worst']:+.1%}) |"
         )
     now = "the same" if best == DEFAULT_LOSS else "NOT the same"
-    plain = min(rows, key=lambda s: (rows[s]["slaq_change"], rows[s]["pred"]))
+    plain = winner(rows, "slaq_change")
     out += [
         "",
         f"Winner under `{DEFAULT_ALLOCATOR}` (lowest median change against fair, ties to the lower prediction "

@@ -62,7 +62,7 @@ _LOSS = flags.DEFINE_enum(
     list(LOSSES),
     "A search's loss for the allocator: mean sqrt step time of its batch, sqrt of the best step time so far, "
     f"or the REINFORCE moving-average baseline. Default {DEFAULT_LOSS}; BENCHMARKS.md ('SLAQ: which loss "
-    "signal') compares the three under plain slaq.",
+    "signal') compares the three under the default --policy and plain slaq.",
 )
 _ENGINE, _RAY_ADDRESS = cli_flags.define_flags(__name__, "engine", "ray_address")
 _LOCKSTEP = flags.DEFINE_bool(

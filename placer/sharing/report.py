@@ -59,8 +59,8 @@ class JobCurve:
 
 
 LOSSES = ("mean", "best", "baseline")  # what a search reports to its allocator as its loss
-# The default of placer-search --loss. bench/slaq_loss.py measures each signal under plain SLAQ and says in
-# BENCHMARKS.md ("SLAQ: which loss signal") whether this one still allocates best.
+# The default of placer-search --loss. bench/slaq_loss.py measures each signal under placer-search's default
+# allocator (and plain SLAQ) and says in BENCHMARKS.md ("SLAQ: which loss signal") whether this one allocates best.
 DEFAULT_LOSS = "mean"
 
 
