@@ -2,9 +2,9 @@
 
 Two ways, both measured by the simulator: `search` runs a learned method
 started from the policy for a budget of measured placements (by default
-`ce_or_annealing`, which bench/budget.py measured best at 1,000 placements
-on held-out graphs); `place` is zero-shot: the policy's greedy placement and N
-sampled ones, measured together. The fastest is written out and shown beside
+`ce_or_annealing`, measured best at 1,000 placements on held-out graphs in
+BENCHMARKS.md, "Learned search at equal budgets"); `place` is zero-shot: the
+policy's greedy placement and N sampled ones, measured together. The fastest is written out and shown beside
 the baselines measured by the same backend.
 """
 
@@ -102,10 +102,6 @@ def place(
         "task": task,
         "measurer": measurer,
     }
-
-
-TRANSFER_METHOD = "ce_or_annealing"  # the pretrained-policy method bench/budget.py measured best at 1,000
-TRANSFER_BUDGET = 1000  # measured placements of placer-place's search by default
 
 
 def search(
