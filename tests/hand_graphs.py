@@ -63,6 +63,16 @@ def two_chains(
     )
 
 
+def chains(k: int, n: int, edge_bytes: int = 100) -> OpGraph:
+    """`k` independent chains of `n` ops each, 1 s per op on a GPU, every edge `edge_bytes` bytes; ops c0_0,
+    c0_1, ..., numbered chain by chain."""
+    names = [f"c{c}_{i}" for c in range(k) for i in range(n)]
+    edges = [(f"c{c}_{i}", f"c{c}_{i + 1}", edge_bytes) for c in range(k) for i in range(n - 1)]
+    return OpGraph.create(
+        "chains", names, ["T"] * len(names), edges, device_types=("GPU",), compute_cost=np.ones((len(names), 1))
+    )
+
+
 def parts_graph(n: int = 12) -> OpGraph:
     """n independent ops costing 1, 2, ..., n s on a GPU and 100x that on the CPU, no edges."""
     costs = np.arange(1, n + 1, dtype=float)

@@ -4,11 +4,7 @@ import numpy as np
 
 from placer.core.grouping import group, group_floor
 from placer.core.op_graph import OpGraph
-
-
-def chain(n: int) -> OpGraph:
-    names = [f"op{i}" for i in range(n)]
-    return OpGraph.create("chain", names, ["MatMul"] * n, [(names[i], names[i + 1], 64) for i in range(n - 1)])
+from tests.hand_graphs import chains
 
 
 def fan_in(n: int) -> OpGraph:
@@ -37,7 +33,7 @@ def test_floor_is_eight_per_device_at_least_32_never_above_the_target():
 
 
 def test_chain_of_300_is_cut_into_even_pieces_not_swallowed():
-    g = chain(300)
+    g = chains(1, 300, 64)
     assert group(g).num_groups == 1  # without a floor the paper's rule merges it whole
     gr = group(g, target_groups=256, min_groups=32)
     # Pieces of at most 300 // 32 = 9 ops: 34 groups, each a run of the chain.

@@ -11,10 +11,10 @@ import pytest
 
 from placer.core import cluster as cl
 from placer.core.errors import InputError
-from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
 from placer.measure import simulator
 from placer.measure.simulator import Simulator, simulate
+from tests.hand_graphs import chains
 
 
 def gpus(n=2, dispatch=0.0, transfer_cost=0.0, latency=0.0, serial=False):
@@ -22,15 +22,6 @@ def gpus(n=2, dispatch=0.0, transfer_cost=0.0, latency=0.0, serial=False):
         cl.Device(f"/device:GPU:{i}", "GPU", 10**9, dispatch=dispatch, transfer_cost=transfer_cost) for i in range(n)
     ]
     return cl.make("t", devices, bandwidth=100.0, latency=latency, serial_executor=serial)
-
-
-def chains(k, n):
-    """`k` independent chains of `n` ops each (1 s per op, 100-byte edges), ops numbered chain by chain."""
-    names = [f"c{c}_{i}" for c in range(k) for i in range(n)]
-    edges = [(f"c{c}_{i}", f"c{c}_{i + 1}", 100) for c in range(k) for i in range(n - 1)]
-    return OpGraph.create(
-        "g", names, ["T"] * len(names), edges, device_types=("GPU",), compute_cost=np.ones((len(names), 1))
-    )
 
 
 def test_chain_of_n_ops_costs_n_dispatches_more():

@@ -7,14 +7,7 @@ from placer.core import cluster as cl
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 from placer.measure import exact
-
-
-def chain(n):
-    names = [f"op{i}" for i in range(n)]
-    return OpGraph.create(
-        "chain", names, ["T"] * n, [(names[i], names[i + 1], 10**6) for i in range(n - 1)],
-        device_types=("GPU",), compute_cost=np.ones((n, 1)),
-    )  # fmt: skip
+from tests.hand_graphs import chains
 
 
 def two_gpus():
@@ -24,13 +17,13 @@ def two_gpus():
 def test_a_model_too_large_is_refused_before_it_is_built_with_its_size():
     # 3 ops on 2 devices: 3 x 2 x (2 + 2) unit terms + 2 edges x 3 + 2 transfer terms x 4 = 38 elements.
     with pytest.raises(InputError, match=r"about 38 elements .* above the limit of 10"):
-        exact.solve(chain(3), two_gpus(), max_model_size=10)
+        exact.solve(chains(1, 3, 10**6), two_gpus(), max_model_size=10)
 
 
 def test_no_solution_in_the_time_limit_leaves_the_proven_bound():
     # A 60-op chain of 1 s ops, no hint, and no time to search: no placement, and the bound is still the
     # cuts' (the critical path, 60 s), printed alone.
-    r = exact.solve(chain(60), two_gpus(), time_limit=0.0)
+    r = exact.solve(chains(1, 60, 10**6), two_gpus(), time_limit=0.0)
     assert r.devices is None and r.status == "unknown"
     assert r.proven_bound == pytest.approx(60.0) and r.step_time == float("inf")
     assert r.describe().startswith("no solution in ") and "proven bound 60 s (op level)" in r.describe()
@@ -38,13 +31,13 @@ def test_no_solution_in_the_time_limit_leaves_the_proven_bound():
 
 def test_a_hint_of_another_length_is_an_input_error():
     with pytest.raises(InputError, match="one device of 'g' per op"):
-        exact.solve(chain(3), two_gpus(), hint=[0, 1])
+        exact.solve(chains(1, 3, 10**6), two_gpus(), hint=[0, 1])
 
 
 def test_without_ortools_the_error_names_the_extra(monkeypatch):
     monkeypatch.setattr(exact, "cp_model", None)
     with pytest.raises(InputError, match=r"pip install -e '\.\[exact\]'"):
-        exact.solve(chain(3), two_gpus())
+        exact.solve(chains(1, 3, 10**6), two_gpus())
 
 
 def test_the_cuts_count_a_join_and_a_fork_that_must_share_a_device_or_pay_a_transfer():
