@@ -144,7 +144,7 @@ def test_every_figure_in_the_docs_is_in_benchmarks():
 
 
 def test_every_link_to_a_heading_names_one_the_page_has():
-    """Links such as BENCHMARKS.md#learned-search-at-equal-budgets or rl.md#warm-start, and #anchors within a page."""
+    """Links such as BENCHMARKS.md#suite or rl.md#warm-start, and #anchors within a page."""
     pages: dict[str, set[str]] = {}
 
     def heads(path: str) -> set[str]:
