@@ -6,9 +6,9 @@ Example:
   placer-place --policy=/tmp/policy --graph=gen:fanin:60:100 --method=zero_shot --samples=256 --out=p.json
 
 By default runs `ce_or_annealing` started from the policy for --max_placements
-measured placements (1,000: the way to use a pretrained policy measured
-best in BENCHMARKS.md, "Learned search at equal budgets"); any placer-train method that starts from a
-policy can be named instead. --method=zero_shot measures the policy's greedy
+measured placements (1,000: the way to use a pretrained policy measured best
+in BENCHMARKS.md, "Learned search at equal budgets (earlier methods)"); any
+placer-train method that starts from a policy can be named instead. --method=zero_shot measures the policy's greedy
 placement and --samples sampled ones (fewer when --max_seconds runs out)
 instead. Either way the simulator measures, the fastest placement goes to
 --out (recording how many placements were measured), and is printed beside

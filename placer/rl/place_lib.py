@@ -3,9 +3,10 @@
 Two ways, both measured by the simulator: `search` runs a learned method
 started from the policy for a budget of measured placements (by default
 `ce_or_annealing`, measured best at 1,000 placements on held-out graphs in
-BENCHMARKS.md, "Learned search at equal budgets"); `place` is zero-shot: the
-policy's greedy placement and N sampled ones, measured together. The fastest is written out and shown beside
-the baselines measured by the same backend.
+BENCHMARKS.md, "Learned search at equal budgets (earlier methods)"); `place`
+is zero-shot: the policy's greedy placement and N sampled ones, measured
+together. The fastest is written out and shown beside the baselines measured
+by the same backend.
 """
 
 from __future__ import annotations
