@@ -10,10 +10,11 @@ measured placements (1,000: the way to use a pretrained policy measured best
 in BENCHMARKS.md, "Learned search at equal budgets (earlier methods)"); any
 placer-train method that starts from a policy can be named instead.
 --method=zero_shot measures the policy's greedy placement and --samples
-sampled ones (fewer when --max_seconds runs out) instead. Either way the simulator measures, the fastest placement goes to
---out (recording how many placements were measured), and is printed beside
-the baselines. A graph whose feature layout the policy cannot read is refused
-in one line (exit status 2).
+sampled ones (fewer when --max_seconds runs out) instead. Either way the
+simulator measures, the fastest placement goes to --out (recording how many
+placements were measured), and is printed beside the baselines. A graph
+whose feature layout the policy cannot read is refused in one line (exit
+status 2).
 """
 
 from absl import flags
