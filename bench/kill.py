@@ -14,7 +14,7 @@ then runs it with `--resume` until it exits 0 (at most 3 times). A run that
 finishes before its kill (faster than the uninterrupted one) is run again
 with a new draw, up to 3 times, and the table says so. placer-train: the tiny NMT config, policy hidden size 16, a
 step-bounded run with a checkpoint every 10 steps. placer-search: the
-three-search workload of placer/testing/workloads.py under the fair share,
+three-search workload of bench/testing/workloads.py under the fair share,
 one run killed once per trial. Writes a section of BENCHMARKS.md.
 """
 
@@ -34,10 +34,10 @@ import time
 from tabulate import tabulate
 
 from bench import report
+from bench.testing.workloads import METHODS, write_workload
 from placer.core.errors import InputError
 from placer.core.placement import Placement
 from placer.rl.run_files import CURVE_COLUMNS
-from placer.testing.workloads import METHODS, write_workload
 
 TRAIN_FLAGS = [
     "--noprogress",
@@ -351,7 +351,7 @@ def main() -> int:
         f"placer-train: `configs/nmt.py:tiny`, policy hidden size 16, --steps={args.train_steps}, a checkpoint every "
         f"10 steps; files valid: summary.json, run.json, history.json, curve.csv and best_placement.json parse, "
         f"every step once in order, the best no worse than the one saved at the kill. placer-search: the three "
-        f"searches of placer/testing/workloads.py ({', '.join(METHODS)}), {args.search_steps} iterations each, "
+        f"searches of bench/testing/workloads.py ({', '.join(METHODS)}), {args.search_steps} iterations each, "
         f"fair share on 4 slots, one kill per trial; files valid: every search done, each iteration once (its "
         f"curve, its search.json's rounds, seq2seq's history.json), those finished before the kill not run again.\n\n"
         + "\n\n".join(lines)

@@ -3,7 +3,7 @@
   python -m bench.probe            # every case (about 2 to 5 s each)
   python -m bench.probe --only=graph-cycle,train-measure
 
-Each case of placer/testing/badinput/cases.py runs its binary in a fresh folder and
+Each case of bench/testing/badinput/cases.py runs its binary in a fresh folder and
 must exit with status 2, print one stderr line naming the file, field or op,
 and leave no new or changed file. The target is 100% of the cases.
 """
@@ -17,7 +17,7 @@ import time
 from tabulate import tabulate
 
 from bench import report
-from placer.testing.badinput import cases, runner
+from bench.testing.badinput import cases, runner
 
 
 def main() -> int:
@@ -58,7 +58,7 @@ def main() -> int:
         else ("NOT met" if passed < len(chosen) else "not measured at full scale")
     )
     body = (
-        f"Commit {report.commit()}; {len(chosen)} cases of `placer/testing/badinput/cases.py` "
+        f"Commit {report.commit()}; {len(chosen)} cases of `bench/testing/badinput/cases.py` "
         f"({', '.join(f'{k} {sum(c.kind == k for c in chosen)}' for k in ('graph', 'cluster', 'placement', 'flag', 'output', 'limit'))}), "
         f"each run once in a fresh folder, {time.time() - start:.0f} s in all.\n\n"
         f"Target: 100% of the cases exit with status 2, print one line naming the file, field or op, "

@@ -1,4 +1,4 @@
-"""The bad-input corpus (placer/testing/badinput): every hostile file is one line naming the file and field;
+"""The bad-input corpus (bench/testing/badinput): every hostile file is one line naming the file and field;
 some cases end to end, their binaries run in this process (tests/binaries.py)."""
 
 import json
@@ -7,12 +7,12 @@ import os
 import numpy as np
 import pytest
 
+from bench.testing.badinput import cases, runner
 from graphs import pipeline
 from placer.core import cluster as cluster_lib
 from placer.core import io
 from placer.core.errors import InputError
 from placer.core.placement import Placement
-from placer.testing.badinput import cases, runner
 from tests import binaries
 
 FILE_CASES = [c for c in cases.CASES if c.kind in ("graph", "cluster", "placement")]

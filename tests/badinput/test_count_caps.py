@@ -45,7 +45,7 @@ def test_device_cap_is_a_flag_and_the_default_is_restored(tmp_path):
 
 
 def test_graph_over_the_op_cap_is_refused(tmp_path):
-    from placer.testing.badinput import inputs
+    from bench.testing.badinput import inputs
 
     path = tmp_path / "g.json"
     path.write_text(json.dumps(inputs.GRAPH))  # 3 ops
@@ -88,8 +88,8 @@ def test_trace_over_the_row_and_job_caps_is_refused(tmp_path):
 
 
 def test_jobs_file_over_the_job_cap_or_a_device_is_refused(tmp_path):
+    from bench.testing.workloads import write_workload
     from placer.sharing import jobs as search_jobs
-    from placer.testing.workloads import write_workload
 
     path = write_workload(tmp_path)
     checks.set_cap("jobs", 2)

@@ -7,9 +7,9 @@ import tracemalloc
 
 import pytest
 
+from bench.testing.badinput import cases, inputs, runner
 from placer.core import checks, io, printable
 from placer.core.errors import InputError
-from placer.testing.badinput import cases, inputs, runner
 from tests.badinput.inprocess import run_binary
 
 MIB = 1 << 20

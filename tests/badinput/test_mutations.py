@@ -1,4 +1,4 @@
-"""Random mutations of the good graph and cluster (placer/testing/badinput/mutate.py): none crashes a reader,
+"""Random mutations of the good graph and cluster (bench/testing/badinput/mutate.py): none crashes a reader,
 and every one a reader accepts is harmless: the simulator measures each placement of the chain on it to a
 finite step time or a named failure."""
 
@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from bench.testing.badinput import inputs, mutate
 from graphs.pipeline import require_costs
 from placer.core.errors import InputError
 from placer.measure.simulator import Simulator
-from placer.testing.badinput import inputs, mutate
 
 SEEDS = (7, 50, 2026)  # 2026 is the fresh seed: 7 graph and 9 cluster mutations of its 90 are accepted
 

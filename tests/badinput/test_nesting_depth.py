@@ -5,9 +5,9 @@ import tracemalloc
 
 import pytest
 
+from bench.testing.badinput import cases, inputs, runner
 from placer.core import checks
 from placer.core.errors import InputError
-from placer.testing.badinput import cases, inputs, runner
 from tests.badinput.inprocess import run_binary
 
 LIMIT = checks.MAX_JSON_DEPTH

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
+from bench.testing.badinput import cases, runner
 from placer import cli
 from placer.core import atomic
 from placer.core.errors import InputError
-from placer.testing.badinput import cases, runner
 from tests import binaries
 from tests.badinput.inprocess import run_binary
 

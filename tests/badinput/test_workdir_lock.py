@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
+from bench.testing.badinput import cases, runner
 from placer.core import locks
 from placer.core.errors import InputError
-from placer.testing.badinput import cases, runner
 from tests.badinput.inprocess import run_binary
 from tests.cli import ROOT
 

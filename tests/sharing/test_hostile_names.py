@@ -5,8 +5,8 @@ import os
 
 import pytest
 
+from bench.testing.workloads import write_workload
 from placer.core import names
-from placer.testing.workloads import write_workload
 from tests import binaries
 
 # One job named by the test ({name}), one plain: loss 4, 2, 0 at 1 s per iteration on one slot.

@@ -16,8 +16,8 @@ import time
 
 import pytest
 
+from bench.testing.workloads import write_workload
 from placer.sharing import running
-from placer.testing.workloads import write_workload
 from tests.cli import ROOT
 from tests.inprocess import call
 

@@ -3,7 +3,7 @@ or trace and settings."""
 
 import json
 
-from placer.testing.workloads import write_workload
+from bench.testing.workloads import write_workload
 from tests import binaries
 
 TRACE = """job,arrival_s,iteration,loss,seconds_1

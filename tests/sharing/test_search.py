@@ -9,12 +9,12 @@ import time
 import numpy as np
 import pytest
 
+from bench.testing.workloads import write_workload
 from placer.core.errors import InputError
 from placer.core.measurement import ERROR, TIMEOUT, Measurement
 from placer.measure.pool import InProcessEngine, spread
 from placer.sharing import jobs as search_jobs
 from placer.sharing import report as search_report
-from placer.testing.workloads import write_workload
 from tests import binaries
 from tests.cli import ROOT
 

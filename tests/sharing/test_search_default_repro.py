@@ -5,8 +5,8 @@ import textwrap
 
 import pytest
 
+from bench.testing.workloads import chains_graph
 from placer.core import io as graph_io
-from placer.testing.workloads import chains_graph
 from tests.binaries import call
 
 # Each run builds and traces a policy: about 8 s per run on a loaded 2-core machine.

@@ -4,6 +4,7 @@ import csv
 
 import pytest
 
+from bench.testing.workloads import write_workload
 from placer.core import cluster as cluster_lib
 from placer.core import io as graph_io
 from placer.core.errors import InputError
@@ -11,13 +12,12 @@ from placer.core.placement import Placement
 from placer.measure.pool import InProcessEngine
 from placer.measure.simulator import Simulator
 from placer.sharing import jobs as search_jobs
-from placer.testing.workloads import write_workload
 
 METHODS = {"s0": "seq2seq", "s1": "annealing_warm", "s2": "random_search"}
 
 
 def write_jobs(folder) -> str:
-    """placer.testing.workloads' three searches of 4 steps, one per method, all arriving at once."""
+    """bench.testing.workloads' three searches of 4 steps, one per method, all arriving at once."""
     return write_workload(folder, steps=4, arrivals=(0.0, 0.0, 0.0), methods=tuple(METHODS.values()))
 
 

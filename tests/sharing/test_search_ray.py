@@ -6,10 +6,10 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
 
+from bench.testing.workloads import write_workload  # noqa: E402
 from placer.measure.ray_pool import RayEngine  # noqa: E402
 from placer.sharing import jobs as search_jobs  # noqa: E402
 from placer.sharing import search  # noqa: E402
-from placer.testing.workloads import write_workload  # noqa: E402
 
 # One worker runs every test of a Ray cluster (tests/conftest.py, local_ray): the cluster starts once.
 pytestmark = pytest.mark.xdist_group("ray")

@@ -9,11 +9,11 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e .[ray]")
 
+from bench.testing.workloads import write_workload  # noqa: E402
 from placer.measure.ray_pool import RayEngine  # noqa: E402
 from placer.measure.registry import MeasurerFactory  # noqa: E402
 from placer.sharing import jobs as search_jobs  # noqa: E402
 from placer.sharing import search  # noqa: E402
-from placer.testing.workloads import write_workload  # noqa: E402
 from tests import binaries  # noqa: E402
 from tests.sharing.test_search_ray import run_fair_killing_slot_0  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Inputs and runners shared by the test suite and bench/ (no TensorFlow).
+"""Inputs and runners shared by the test suite and the rest of bench/ (no TensorFlow; not part of the library).
 
 - `workloads`: small generated graphs and placer-search jobs files;
 - `badinput`: the corpus of hostile files, flag values and output paths,
@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-# The folder holding the placer, configs and graphs packages (the repository's root in a checkout).
+# The repository's root: the folder holding bench/ and the placer, configs and graphs packages.
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

@@ -4,7 +4,7 @@ Every case is run as a user would run it (a binary, exit status, stderr) by
 `runner.run_case`: it must exit with status 2, print exactly one stderr line
 that starts with "error:" and holds every expected word (the file, field or
 op), and leave no new or changed file behind. `tests/badinput/test_corpus.py`
-runs the file cases (placer/testing/badinput/inputs.py) through their readers
+runs the file cases (bench/testing/badinput/inputs.py) through their readers
 in-process and some cases end to end; `bench/probe.py` runs them all end to
 end and writes the table to BENCHMARKS.md.
 """
@@ -16,8 +16,8 @@ import os
 import shutil
 from collections.abc import Callable
 
-from placer.testing import ROOT
-from placer.testing.badinput.inputs import (
+from bench.testing import ROOT
+from bench.testing.badinput.inputs import (
     CLUSTER,
     DEVICES,
     FILE_CASES,

@@ -17,7 +17,7 @@ import math
 import random
 from collections.abc import Callable
 
-from placer.testing.badinput import inputs
+from bench.testing.badinput import inputs
 
 VALUES = (
     None, True, 0, -1, 0.5, 1e308, 1e-300, -0.0, math.nan, math.inf, 2**70, "", " ", "x" * 300, "\x00", "a/b",

@@ -7,8 +7,8 @@ import hashlib
 import os
 from collections.abc import Callable
 
-from placer.testing import run_module
-from placer.testing.badinput.inputs import CLUSTER, GRAPH, Case, as_json, measure_argv, placement
+from bench.testing import run_module
+from bench.testing.badinput.inputs import CLUSTER, GRAPH, Case, as_json, measure_argv, placement
 
 
 @dataclasses.dataclass

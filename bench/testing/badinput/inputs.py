@@ -1,7 +1,7 @@
 """The bad-input corpus, its files: hostile graph, cluster and placement files and the good ones they spoil.
 
 The cases are listed with the flag and output-path cases in
-placer/testing/badinput/cases.py; each is a file whose field or bytes are spoiled and
+bench/testing/badinput/cases.py; each is a file whose field or bytes are spoiled and
 the words its one-line error must hold.
 """
 
