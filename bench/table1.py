@@ -25,7 +25,7 @@ import time
 
 from bench import report
 from graphs import pipeline
-from placer.compare import compare_lib
+from placer.compare import compare_lib, tables
 from placer.core import cluster as cluster_lib
 from placer.core import configs_util
 
@@ -111,7 +111,7 @@ def one_row(spec: str, preset: str, rl_steps: int, log, rl_minutes: float = DEFA
 def _t(row) -> str:
     if row is None:
         return "-"
-    return f"{row.step_time:.3f}" if row.ok else compare_lib.status(row)
+    return f"{row.step_time:.3f}" if row.ok else tables.status(row)
 
 
 def _pct(x: float | None) -> str:
@@ -200,8 +200,6 @@ def notes(results: list[dict]) -> str:
 
 def levels(results: list[dict]) -> str:
     """The simulator's model level (group or op) of the step times: one sentence when every row shares it."""
-    from placer.compare import tables  # noqa: PLC0415
-
     seen = {row.level for r in results for row in r["rows"].values() if getattr(row, "level", "")}
     if len(seen) == 1:
         return f"Every step time above is simulated at {seen.pop()} level."

@@ -68,8 +68,6 @@ def main(argv: list[str]) -> None:
         }
         atomic.check_output_file(_REPORT.value, "report", overwrite=_OVERWRITE.value, inputs=inputs)
     num_cpus = _LOGICAL_CPUS.value or 1
-    if num_cpus < 1:
-        raise InputError(f"--logical_cpus: need at least 1, got {num_cpus}")
     from graphs import local_cluster  # noqa: PLC0415 (imports TensorFlow)
 
     if _LOGICAL_CPUS.value:

@@ -181,14 +181,12 @@ def _run_main(main: Callable[[list[str]], None]) -> None:
                 checks.set_cap(kind, flag.value)
             main(argv)
         except InputError as e:
-            print(f"error: {e}", file=sys.stderr)
-            sys.exit(2)
+            _fail(str(e))
         except OSError as e:  # a full disk or quota met outside the atomic writes (a folder, a log)
             full = atomic.full_disk_error(e.filename or "an output", e)
             if full is None:
                 raise
-            print(f"error: {full}", file=sys.stderr)
-            sys.exit(2)
+            _fail(full)
         except stop.Stopped as e:
             print(stop.stopped_line(e.step), file=sys.stderr)
             sys.exit(e.exit_code)
@@ -204,13 +202,11 @@ def _run_main(main: Callable[[list[str]], None]) -> None:
     try:
         app.run(wrapped, flags_parser=parse_flags)
     except InputError as e:  # raised while absl parsed flags (config files)
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        _fail(str(e))
     except Exception as e:  # a config file that fails to load while flags are parsed
         if started:
             raise
-        print(f"error: bad flag or config file: {one_line(e)}", file=sys.stderr)
-        sys.exit(2)
+        _fail(f"bad flag or config file: {one_line(e)}")
 
 
 def parse_flags(argv: list[str]) -> list[str]:
@@ -296,19 +292,6 @@ def _flag_error(text: str) -> str:
 def _fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(2)
-
-
-def loaded_config(config, flag_name: str = "config"):
-    """Returns a parsed config flag's value; ml_collections reads a file lazily, so a missing one fails here.
-
-    Raises:
-      InputError: naming the flag, when its config file cannot be read.
-    """
-    try:
-        "model" in config  # noqa: B015  (the first access loads the file)
-    except OSError as e:
-        raise InputError(f"--{flag_name}: {' '.join(str(e).split())}") from None
-    return config
 
 
 def config_file(holder) -> str | None:

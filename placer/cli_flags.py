@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from absl import flags
 
-from placer.cli import loaded_config
 from placer.core.errors import InputError
 
 
@@ -38,15 +37,6 @@ def define_resume(help_text: str, module_name: str | None = None):
     )
     flag.parser = _ResumeParser()
     return flags.DEFINE_flag(flag, module_name=module_name)
-
-
-def define_engine_flags(module_name: str):
-    """Defines --engine, --workers and --ray_address (a search's measurement workers); returns their holders.
-
-    Args:
-      module_name: the binary's module, which the flags are listed under (and unloaded with).
-    """
-    return define_flags(module_name, "engine", "workers", "ray_address")
 
 
 def set_engine(config, engine, workers, ray_address) -> None:
@@ -187,7 +177,7 @@ def with_model(config, model, batch_size):
         from configs import common  # noqa: PLC0415
 
         config = common.get_config()
-    elif "model" in loaded_config(config):
+    elif "model" in config:
         raise InputError("give one of --config=configs/MODEL.py and --model=FILE.py:FUNCTION, not both")
     section = registry.user_model_config(model.value, batch_size.value)
     with config.unlocked():  # ml_collections locks a config file's fields

@@ -32,6 +32,7 @@ from ml_collections import config_flags
 from placer import cli, cli_flags
 from placer.core import atomic
 from placer.core.errors import InputError
+from placer.core.placement import Placement
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "Model config file, e.g. configs/nmt.py:tiny.")
 _MODEL, _BATCH_SIZE = cli_flags.define_model_flags(__name__)
@@ -71,7 +72,7 @@ OUTPUTS = ("table.md", "table.csv", "step_times.png", "timeline_*.png", "placeme
 def main(argv: list[str]) -> None:
     del argv
     from graphs import pipeline  # noqa: PLC0415
-    from placer.compare import compare_lib, exact_row  # noqa: PLC0415
+    from placer.compare import compare_lib, exact_row, tables  # noqa: PLC0415
     from placer.compare import reference as reference_lib  # noqa: PLC0415
     from placer.measure import (
         bounds,  # noqa: PLC0415
@@ -91,7 +92,7 @@ def main(argv: list[str]) -> None:
     spec = cli_flags.cluster_spec(_CLUSTER.value, config)
     cluster = cli.load_cluster(spec)
     paths, methods = reference_lib.with_reference(_PLACEMENTS.value, methods, _REFERENCE.value)
-    given = compare_lib.load_placements(paths)
+    given = [Placement.load(p) for p in paths]  # before any graph is built, so a bad file fails first
     budget = compare_lib.search_budget(_SEARCH_BUDGET.value, given)
     loaded = pipeline.load_graph(cluster, config=config, graph_path=_GRAPH.value, need_model=_MEASURE.value != "sim")
     graph = loaded.graph
@@ -127,7 +128,7 @@ def main(argv: list[str]) -> None:
     if any(m in compare_lib.SEARCHES for m in methods):
         why = compare_lib.budget_reason(_SEARCH_BUDGET.value, given, paths)
         print(f"same-budget searches: {budget} measured placements each ({why})")
-    print(compare_lib.terminal_text(rows, cluster.device_names, reference, bound), end="")
+    print(tables.terminal_text(rows, cluster.device_names, reference, bound), end="")
     if _OUT.value:
         with atomic.folder_set(_OUT.value, overwrite=_OVERWRITE.value, owned=OUTPUTS, inputs=inputs) as folder:
             timeline = dict(zip(paths, labels, strict=True)).get(

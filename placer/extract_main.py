@@ -80,8 +80,7 @@ def main(argv: list[str]) -> None:
 
     if _DEVICES.value is not None and _DEVICES.value <= 0:
         raise InputError(f"--devices must be positive, got {_DEVICES.value}")
-    config = None if _CONFIG.value is None else cli.loaded_config(_CONFIG.value)
-    config = cli_flags.with_model(config, _MODEL, _BATCH_SIZE)
+    config = cli_flags.with_model(_CONFIG.value, _MODEL, _BATCH_SIZE)
     if sum(1 for s in (config is not None, _METAGRAPH.value, _GRAPH.value) if s) != 1:
         raise InputError("give exactly one of --config (or --model), --metagraph, --graph")
     spec = cli_flags.cluster_spec(_CLUSTER.value, config)

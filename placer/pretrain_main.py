@@ -28,7 +28,7 @@ _MAX_MINUTES = flags.DEFINE_float(
 _WORKDIR, _SEED, _RESUME, _PROGRESS = cli_flags.define_flags(
     __name__, "workdir", "seed", "resume", "progress", required=["workdir"], notes={"workdir": "The policy's."}
 )
-_ENGINE, _WORKERS, _RAY_ADDRESS = cli_flags.define_engine_flags(__name__)
+_ENGINE, _WORKERS, _RAY_ADDRESS = cli_flags.define_flags(__name__, "engine", "workers", "ray_address")
 
 WRITES = ("policy.json", "checkpoints", "tensorboard")  # what --workdir receives
 

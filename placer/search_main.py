@@ -95,10 +95,6 @@ WRITES = (
 )  # what --workdir receives: the run's clock and a folder per allocator
 
 
-def _policies() -> list[str]:
-    return {"both": ["slaq", "fair"], "all": list(ALLOCATORS)}.get(_POLICY.value, [_POLICY.value])
-
-
 def _clock_is_epochs() -> bool:
     """--lockstep as given, else the engine's clock: epochs in process (reproducible), wall time on Ray."""
     return _LOCKSTEP.value if _LOCKSTEP.value is not None else _ENGINE.value == "inprocess"
@@ -148,7 +144,7 @@ def main(argv):
             work,
             slots=_SLOTS.value,
             epoch_s=_EPOCH.value,
-            policy=_policies(),
+            policy=_POLICY.value,
             workdir=_WORKDIR.value,
             engine_factory=engine_factory,
             loss=_LOSS.value,

@@ -57,7 +57,7 @@ _INIT_FROM = flags.DEFINE_string(
     + ". seq2seq fine-tunes the policy, the others of its list start from its placements' device shares. "
     "Other methods take none.",
 )
-_ENGINE, _WORKERS, _RAY_ADDRESS = cli_flags.define_engine_flags(__name__)
+_ENGINE, _WORKERS, _RAY_ADDRESS = cli_flags.define_flags(__name__, "engine", "workers", "ray_address")
 
 WRITES = (
     "run.json", "history.json", "curve.csv", "summary.json", "best_placement.json", "checkpoints", "tensorboard",

@@ -27,6 +27,7 @@ no such keys) may split them: `resource_followers` predicts TF's moves and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,6 +41,17 @@ from placer.core.disjoint import DisjointSets
 from placer.core.errors import InputError
 from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement
+
+__all__ = [
+    "DeviceFunction",
+    "apply_to_graph_def",
+    "device_fn",
+    "follow_resources",
+    "op_devices",
+    "parse_device_map",
+    "remap",
+    "validate",
+]
 
 SHOW = 5  # offenders named in an error message.
 # Ops TF does not colocate with a resource input: function calls, which
@@ -115,15 +127,7 @@ def remap(placement: Placement, device_map: dict[str, str] | None) -> Placement:
     meta = dict(placement.metadata)
     if device_map:
         meta["device_map"] = dict(device_map)
-    return Placement(
-        pos[placement.devices],
-        tuple(names),
-        placement.groups,
-        placement.graph_name,
-        placement.fingerprint,
-        placement.op_names,
-        meta,
-    )
+    return dataclasses.replace(placement, devices=pos[placement.devices], device_names=tuple(names), metadata=meta)
 
 
 def op_devices(placement: Placement, device_map: dict[str, str] | None = None) -> dict[str, str]:
@@ -202,21 +206,10 @@ def validate(
         raise InputError(f"{source}: {len(offenders)} ops have no kernel for their device type: {_names(offenders)}")
 
 
-def _node_devices(graph_def: graph_pb2.GraphDef, where: dict[str, str]) -> tuple[graph_pb2.GraphDef, list[str]]:
-    unplaced = []
-    for node in graph_def.node:
-        dev = where.get(node.name)
-        if dev is None:
-            unplaced.append(node.name)
-        else:
-            node.device = dev
-    return graph_def, unplaced
-
-
 def apply_to_graph_def(placement: Placement, graph_def_or_metagraph, *, device_map: dict[str, str] | None = None):
     """Returns a copy of a GraphDef or MetaGraphDef with each node's device set.
 
-    Nodes the placement does not name keep their device (see `unplaced`).
+    Nodes the placement does not name keep their device.
 
     Args:
       placement: the placement.
@@ -227,23 +220,14 @@ def apply_to_graph_def(placement: Placement, graph_def_or_metagraph, *, device_m
       A copy of the same type.
     """
     where = op_devices(placement, device_map)
-    if isinstance(graph_def_or_metagraph, meta_graph_pb2.MetaGraphDef):
-        out = meta_graph_pb2.MetaGraphDef()
-        out.CopyFrom(graph_def_or_metagraph)
-        _node_devices(out.graph_def, where)
-        return out
-    if isinstance(graph_def_or_metagraph, graph_pb2.GraphDef):
-        out = graph_pb2.GraphDef()
-        out.CopyFrom(graph_def_or_metagraph)
-        return _node_devices(out, where)[0]
-    raise TypeError(f"expected a GraphDef or MetaGraphDef, got {type(graph_def_or_metagraph).__name__}")
-
-
-def unplaced(placement: Placement, graph_def_or_metagraph) -> list[str]:
-    """Names of the nodes of a GraphDef / MetaGraphDef that the placement does not name."""
-    gd = getattr(graph_def_or_metagraph, "graph_def", graph_def_or_metagraph)
-    ops = set(placement.op_names)
-    return [n.name for n in gd.node if n.name not in ops]
+    if not isinstance(graph_def_or_metagraph, (meta_graph_pb2.MetaGraphDef, graph_pb2.GraphDef)):
+        raise TypeError(f"expected a GraphDef or MetaGraphDef, got {type(graph_def_or_metagraph).__name__}")
+    out = type(graph_def_or_metagraph)()
+    out.CopyFrom(graph_def_or_metagraph)
+    for node in getattr(out, "graph_def", out).node:
+        if node.name in where:
+            node.device = where[node.name]
+    return out
 
 
 class DeviceFunction:
@@ -251,7 +235,11 @@ class DeviceFunction:
 
     Each op created in the block gets the device the placement gives its
     name; ops the placement does not name keep their device and are listed
-    in `unplaced`.
+    in `unplaced`. `device_fn` is the same class, named for
+    `with tf.compat.v1.device(device_fn(p)):` while model code builds the
+    graph. Ops are matched by name, so the model must be built with the
+    names it had when the placement was learned (same code, same name
+    scopes, built into a fresh default graph).
 
     Attributes:
       placed: names of the ops that got a device from the placement.
@@ -272,14 +260,7 @@ class DeviceFunction:
         return dev
 
 
-def device_fn(placement: Placement, device_map: dict[str, str] | None = None) -> DeviceFunction:
-    """Returns a function for `with tf.compat.v1.device(device_fn(p)):` while model code builds the graph.
-
-    Ops are matched by name, so the model must be built with the names it had
-    when the placement was learned (same code, same name scopes, built into
-    a fresh default graph).
-    """
-    return DeviceFunction(placement, device_map)
+device_fn = DeviceFunction
 
 
 def _takes_resource(t: tf.Tensor) -> bool:
@@ -372,12 +353,4 @@ def follow_resources(placement: Placement, tf_graph: tf.Graph) -> Placement:
     for i, op in enumerate(placement.op_names):
         if op in moves:
             devs[i] = names.index(moves[op])
-    return Placement(
-        devs,
-        placement.device_names,
-        placement.groups,
-        placement.graph_name,
-        placement.fingerprint,
-        placement.op_names,
-        dict(placement.metadata),
-    )
+    return dataclasses.replace(placement, devices=devs, metadata=dict(placement.metadata))

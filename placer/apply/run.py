@@ -11,6 +11,7 @@ duplicate constants and Shape ops remain).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import time
 
@@ -18,8 +19,8 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2
 
+from graphs import extract, tf_util
 from graphs import tf_session as session_lib
-from graphs import tf_util
 from placer.apply.devices import device_name
 from placer.core.errors import InputError
 
@@ -76,20 +77,6 @@ class Verification:
         return not self.moved
 
 
-def step_fan_in(graph: tf.Graph, fetches) -> frozenset[str]:
-    """Names of the ops a run of `fetches` needs (data and control inputs)."""
-    seen: set[str] = set()
-    stack = list(fetches)
-    while stack:
-        op = stack.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-    return frozenset(seen)
-
-
 def run_placed(
     metagraph: meta_graph_pb2.MetaGraphDef,
     *,
@@ -132,7 +119,7 @@ def run_placed(
         raise InputError(f"out of memory running the placed graph: {tf_util.error_line(e)}") from None
     except tf.errors.InvalidArgumentError as e:
         raise InputError(f"TensorFlow cannot run the placement: {tf_util.error_line(e)}") from None
-    return RunResult(times, md, step_fan_in(g, fetches), {op.name: op.type for op in g.get_operations()})
+    return RunResult(times, md, extract.step_fan_in(metagraph), {op.name: op.type for op in g.get_operations()})
 
 
 def traced_types(run_metadata) -> dict[str, str]:
@@ -178,13 +165,8 @@ def device_summary(expected: dict[str, str], result: RunResult) -> dict[str, dic
         | {tf_util.short_device_name(d.device) for d in result.run_metadata.step_stats.dev_stats}
     )
     busy, _ = session_lib.trace_busy_and_memory(result.run_metadata, names)
-    placed: dict[str, int] = {}
-    for d in expected.values():
-        placed[device_name(d)] = placed.get(device_name(d), 0) + 1
-    traced: dict[str, int] = {}
-    for op, d in session_lib.ran_on(result.run_metadata).items():
-        if op in expected:
-            traced[d] = traced.get(d, 0) + 1
+    placed = collections.Counter(device_name(d) for d in expected.values())
+    traced = collections.Counter(d for op, d in session_lib.ran_on(result.run_metadata).items() if op in expected)
     return {
         n: {"ops_placed": placed.get(n, 0), "ops_traced": traced.get(n, 0), "busy_s": float(b)}
         for n, b in zip(names, busy, strict=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from baselines import registry
 from placer.compare import exact_row, tables
-from placer.core import names
+from placer.core import atomic, names
 from placer.core.cluster import Cluster
 from placer.core.errors import InputError
 from placer.core.measurement import Measurer
@@ -24,17 +24,6 @@ from placer.core.op_graph import OpGraph
 from placer.core.placement import Placement, on_cluster
 from placer.measure import bounds
 from placer.measure import registry as measure_registry
-
-# Re-exported: callers use compare_lib for the whole comparison.
-EXPERT, SINGLE_GPU, NOT_APPLICABLE, CSV_COLUMNS = (
-    tables.EXPERT,
-    tables.SINGLE_GPU,
-    tables.NOT_APPLICABLE,
-    tables.CSV_COLUMNS,
-)
-notes, status, best = tables.notes, tables.status, tables.best
-csv_text, markdown_text, terminal_text = tables.csv_text, tables.markdown_text, tables.terminal_text
-write_csv, write_markdown, memory_unit = tables.write_csv, tables.write_markdown, tables.memory_unit
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -206,7 +195,7 @@ def compare(
     seed: int = 0,
     strict: bool = True,
     labels: Sequence[str] | None = None,
-    reference: str = EXPERT,
+    reference: str = tables.EXPERT,
     search_budget: int = DEFAULT_SEARCH_BUDGET,
     log: Callable[[str], None] | None = None,
     exact: exact_row.Options | None = None,
@@ -255,14 +244,14 @@ def compare(
     runnable = [i for i, e in enumerate(entries) if e[1] is not None]
     measured = dict(zip(runnable, measurer.measure([entries[i][1] for i in runnable]), strict=True))
     steps = {e[0]: float(measured[i].step_time) for i, e in enumerate(entries) if i in measured and measured[i].ok}
-    ref, ref_gpu = steps.get(reference), steps.get(SINGLE_GPU)
+    ref, ref_gpu = steps.get(reference), steps.get(tables.SINGLE_GPU)
     # Op level: the same bound for group and op placements.
     lb = bounds.lower_bound(graph, cluster) if lower_bound is None else lower_bound
     zeros = tuple(0.0 for _ in range(cluster.num_devices))
     rows = []
     for i, (name, placement, seconds, message) in enumerate(entries):
         if i not in measured:
-            rows.append(Row(name, None, NOT_APPLICABLE, None, None, None, zeros, None, message))
+            rows.append(Row(name, None, tables.NOT_APPLICABLE, None, None, None, zeros, None, message))
             continue
         m = measured[i]
         st = float(m.step_time) if m.ok else None
@@ -294,11 +283,6 @@ def parse_methods(spec: str, have_placements: bool = False) -> tuple[list[str], 
     return names, True
 
 
-def load_placements(paths: Sequence[str]) -> list[Placement]:
-    """Loads the placement files (before any graph is built, so a bad file fails first)."""
-    return [Placement.load(p) for p in paths]
-
-
 def given_rows(paths, given, graph: OpGraph, cluster: Cluster, methods, reference: str | None):
     """Checks the given placements and names their rows.
 
@@ -320,7 +304,7 @@ def given_rows(paths, given, graph: OpGraph, cluster: Cluster, methods, referenc
         labels.append(label(p.with_metadata(method=base), i, taken))
         taken.add(labels[-1])
     if reference is None:
-        return labels, EXPERT
+        return labels, tables.EXPERT
     if reference in paths:
         return labels, labels[paths.index(reference)]
     if reference not in taken:
@@ -329,11 +313,6 @@ def given_rows(paths, given, graph: OpGraph, cluster: Cluster, methods, referenc
             "nor a placement file"
         )
     return labels, reference
-
-
-def file_safe(name: str) -> str:
-    """A row name made safe for a file name (placer.core.names.slug: a safe stem plus a hash when changed or long)."""
-    return names.slug(name)
 
 
 def write_outputs(
@@ -354,24 +333,26 @@ def write_outputs(
     by_name = {r.method: r for r in rows}
     if timeline is not None and timeline not in by_name:
         raise InputError(f"--timeline: no row named {timeline!r} (rows: {', '.join(by_name)})")
-    row = by_name[timeline] if timeline is not None else best(rows)
+    row = by_name[timeline] if timeline is not None else tables.best(rows)
     if row is not None and row.placement is None:
         raise InputError(f"--timeline: {row.method!r} has no placement ({row.message})")
     os.makedirs(out, exist_ok=True)
     title = f"{graph.name} on {cluster.name}"
-    write_markdown(os.path.join(out, "table.md"), rows, cluster.device_names, title, reference, bound)
-    write_csv(os.path.join(out, "table.csv"), rows, cluster.device_names, reference, bound)
+    atomic.write_text(
+        os.path.join(out, "table.md"), tables.markdown_text(rows, cluster.device_names, title, reference, bound)
+    )
+    atomic.write_text(os.path.join(out, "table.csv"), tables.csv_text(rows, cluster.device_names, reference, bound))
     plots.plot_step_times(rows, os.path.join(out, "step_times.png"), title=title)
     written = ["table.md", "table.csv", "step_times.png"]
     for r in rows:
         if r.placement is not None and r.place_seconds is not None:  # a baseline's, not a given file
-            name = f"placement_{file_safe(r.method)}.json"
+            name = f"placement_{names.slug(r.method)}.json"
             r.placement.save(os.path.join(out, name))
             written.append(name)
     if row is not None:
         sim = measurer if isinstance(measurer, Simulator) else Simulator(graph, cluster)
         result = sim.simulate(row.placement.devices, op_group=row.placement.groups, trace=True)
-        name = f"timeline_{file_safe(row.method)}.png"
+        name = f"timeline_{names.slug(row.method)}.png"
         plots.plot_timeline(result, graph, cluster, os.path.join(out, name), title=f"{row.method}: {title}")
         written.append(name)
     return [os.path.join(out, w) for w in written]

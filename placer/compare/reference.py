@@ -12,7 +12,8 @@ import os
 from collections.abc import Sequence
 
 from baselines import registry
-from placer.compare.compare_lib import NOT_APPLICABLE, Row, speedup
+from placer.compare.compare_lib import Row, speedup
+from placer.compare.tables import NOT_APPLICABLE
 
 
 def _is_file(reference: str) -> bool:

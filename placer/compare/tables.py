@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import tabulate
 
-from placer.core import atomic, fmt
+from placer.core import fmt
 
 EXPERT = "expert"
 SINGLE_GPU = "single_gpu"
@@ -161,23 +161,27 @@ def _bound_lines(bound) -> list[str]:
     return [] if bound is None else [f"bound: {bound.describe()}; x lower bound is each step time over it"]
 
 
+def _table(rows: Sequence, device_names: Sequence[str], reference: str, bound, markdown: bool) -> str:
+    """The placements (and `bound`'s row) laid out by tabulate, in Markdown's wording or the terminal's."""
+    unit, uname = memory_unit(rows)
+    gpu = gpu_column(reference)
+    vs = "step time vs" if markdown else "vs"
+    head = ["method", "step time", f"{vs} {reference}", *([f"{vs} single GPU"] if gpu else [])]
+    if markdown:
+        devices = ", ".join(d.removeprefix("/device:") for d in device_names)
+        head += ["step time / lower bound (x, lower is better)", "place time", f"peak memory ({uname}): {devices}"]
+    else:
+        head += ["x lower bound", "place time", f"peak {uname} per device"]
+    cells = [_cells(r, unit, " / " if markdown else " ", gpu) for r in rows] + _bound_cells(bound, gpu)
+    return tabulate.tabulate(cells, head, tablefmt="github" if markdown else "simple", disable_numparse=True)
+
+
 def markdown_text(
     rows: Sequence, device_names: Sequence[str], title: str = "", reference: str = EXPERT, bound=None
 ) -> str:
     """The comparison as a Markdown table (devices in the cluster's order), then the failure and n/a notes;
     with `bound` (placer.measure.bounds.Bound) a "bound" row and the term that binds."""
-    unit, uname = memory_unit(rows)
-    head = [
-        "method",
-        "step time",
-        f"step time vs {reference}",
-        *(["step time vs single GPU"] if gpu_column(reference) else []),
-        "step time / lower bound (x, lower is better)",
-        "place time",
-        f"peak memory ({uname}): " + ", ".join(short_device(d) for d in device_names),
-    ]
-    cells = [_cells(r, unit, " / ", gpu_column(reference)) for r in rows] + _bound_cells(bound, gpu_column(reference))
-    table = tabulate.tabulate(cells, head, tablefmt="github", disable_numparse=True)
+    table = _table(rows, device_names, reference, bound, markdown=True)
     lines = [f"- {r.method}: {' '.join(r.message.split())}" for r in rows if r.message]
     lines += [f"- {n}" for n in notes(rows, reference) + level_note(rows) + _bound_lines(bound)]
     return (f"### {title}\n\n" if title else "") + table + "\n" + ("\n" + "\n".join(lines) + "\n" if lines else "")
@@ -186,18 +190,7 @@ def markdown_text(
 def terminal_text(rows: Sequence, device_names: Sequence[str], reference: str = EXPERT, bound=None) -> str:
     """The comparison as an aligned plain-text table for the terminal, then why any column is n/a; with
     `bound` (placer.measure.bounds.Bound) a "bound" row and the term that binds."""
-    unit, uname = memory_unit(rows)
-    head = [
-        "method",
-        "step time",
-        f"vs {reference}",
-        *(["vs single GPU"] if gpu_column(reference) else []),
-        "x lower bound",
-        "place time",
-        f"peak {uname} per device",
-    ]
-    cells = [_cells(r, unit, " ", gpu_column(reference)) for r in rows] + _bound_cells(bound, gpu_column(reference))
-    table = tabulate.tabulate(cells, head, tablefmt="simple", disable_numparse=True)
+    table = _table(rows, device_names, reference, bound, markdown=False)
     out = [table, "devices: " + ", ".join(device_names)]
     against_whom = (
         f"vs {reference}, vs single GPU: each step time against theirs"
@@ -214,20 +207,3 @@ def terminal_text(rows: Sequence, device_names: Sequence[str], reference: str = 
     ]
     out += notes(rows, reference) + level_note(rows) + _bound_lines(bound)
     return "\n".join(out) + "\n"
-
-
-def short_device(name: str) -> str:
-    """ "/device:GPU:0" -> "GPU:0" (column headers)."""
-    return name.removeprefix("/device:")
-
-
-def write_csv(path: str, rows: Sequence, device_names: Sequence[str], reference: str = EXPERT, bound=None) -> None:
-    """Writes `csv_text(rows, device_names, reference, bound)` to `path` atomically."""
-    atomic.write_text(path, csv_text(rows, device_names, reference, bound))
-
-
-def write_markdown(
-    path: str, rows: Sequence, device_names: Sequence[str], title: str = "", reference: str = EXPERT, bound=None
-) -> None:
-    """Writes `markdown_text(rows, device_names, title, reference, bound)` to `path` atomically."""
-    atomic.write_text(path, markdown_text(rows, device_names, title, reference, bound))

@@ -98,10 +98,6 @@ def water_fill(caps: Sequence[float], num_slots: int) -> np.ndarray:
     return alloc
 
 
-def _caps(jobs: Sequence[JobState]) -> list[float]:
-    return [j.cap for j in jobs]
-
-
 class FairAllocator:
     """Work-conserving fair share (`fair`): even split, unusable slots to the others.
 
@@ -111,7 +107,7 @@ class FairAllocator:
 
     def allocate(self, jobs: Sequence[JobState], num_slots: int) -> dict[Hashable, int]:
         """{job_id: slots} by `water_fill` over the jobs' max_slots, earliest jobs first."""
-        alloc = water_fill(_caps(jobs), num_slots)
+        alloc = water_fill([j.cap for j in jobs], num_slots)
         return {j.job_id: int(a) for j, a in zip(jobs, alloc, strict=True)}
 
 
@@ -146,7 +142,6 @@ class KneeAllocator:
       budget: fraction of its iterations a job must have run before it may be past its knee.
       yield_share: fraction of its fair-share slot-epochs a job may give up in all.
       run_yield_share: fraction of all jobs' fair-share slot-epochs given up past which none yields.
-      **_: SlaqAllocator's options (epoch, objective, normaliser), accepted and unused.
     """
 
     def __init__(
@@ -156,7 +151,6 @@ class KneeAllocator:
         budget: float = KNEE_BUDGET,
         yield_share: float = YIELD_SHARE,
         run_yield_share: float = RUN_YIELD_SHARE,
-        **_,
     ):
         self.progress, self.budget, self.yield_share = progress, budget, yield_share
         self.run_yield_share = run_yield_share
@@ -176,7 +170,7 @@ class KneeAllocator:
         """{job_id: slots}: `water_fill` over the jobs before their knee, what they cannot use to the others;
         `fair` itself when that would take the slot-epochs all jobs have given up to `run_yield_share` of their
         fair-share slot-epochs (the gap against fair the run would have, had every yield been misjudged)."""
-        caps = np.asarray(_caps(jobs), dtype=float)
+        caps = np.asarray([j.cap for j in jobs], dtype=float)
         fair = water_fill(caps, num_slots)
         past = np.array([self.past_knee(j) for j in jobs], dtype=bool)
         alloc = water_fill(np.where(past, 0.0, caps), num_slots)

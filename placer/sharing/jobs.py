@@ -198,7 +198,7 @@ def _load_job(
             graph_io.load(graph)
         except InputError as e:
             raise InputError(f"{where}: graph: {e}") from None
-        config = common.attach(_blank())
+        config = common.attach(ml_collections.ConfigDict())
     elif load_models:
         try:
             config = configs_util.load_config(spec)
@@ -207,7 +207,7 @@ def _load_job(
         if "placer" not in config:
             config = common.attach(config)
     else:
-        config = common.attach(_blank())
+        config = common.attach(ml_collections.ConfigDict())
     cluster = job.get("cluster", config.get("cluster", "k80x4"))
     if not isinstance(cluster, str):
         raise InputError(f"{where}: cluster must be a preset name or JSON path, got {cluster!r}")
@@ -236,10 +236,6 @@ def _load_job(
         max_slots=int(_number(f"{where}: max_slots", max_slots, integer=True, minimum=1)),
         config=config,
     )
-
-
-def _blank():
-    return ml_collections.ConfigDict()
 
 
 def _override(where: str, value, default):

@@ -344,17 +344,8 @@ def write_outputs(
         w.writerow(CURVE_COLUMNS)
         s = smooth(c.losses, window)
         for i in range(len(c.losses)):
-            w.writerow(
-                [
-                    repr(float(c.times[i])),
-                    i,
-                    repr(float(c.losses[i])),
-                    repr(float(s[i])),
-                    repr(float(c.best[i])),
-                    c.slots[i],
-                    repr(float(c.seconds[i])),
-                ]
-            )
+            t, loss, smoothed, best, seconds = (repr(float(x[i])) for x in (c.times, c.losses, s, c.best, c.seconds))
+            w.writerow([t, i, loss, smoothed, best, c.slots[i], seconds])
         atomic.write_text(path, out.getvalue())
     data = {
         c.name: {

@@ -24,10 +24,6 @@ class RuntimeModel:
     a: float
     b: float
 
-    def seconds(self, slots) -> np.ndarray:
-        """[...] seconds per iteration for each slot count in `slots` (>= 1)."""
-        return self.a / np.maximum(np.asarray(slots, dtype=float), 1.0) + self.b
-
 
 DEFAULT_RUNTIME = RuntimeModel(1.0, 0.0)  # before any observation: 1 s per iteration, linear scaling
 

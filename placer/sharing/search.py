@@ -33,9 +33,6 @@ from placer.sharing.jobs import Workload
 from placer.sharing.prepare import Prepared, prepare  # noqa: F401 (search.prepare: the jobs made ready)
 from placer.sharing.running import Search
 
-POLICIES = allocators.ALLOCATORS
-BOTH = ("slaq", "fair")  # what --policy=both runs: SLAQ, then the work-conserving fair share
-
 
 def make_allocator(policy: str, epoch_s: float, normalise: str = "max_change", objective: str = "total"):
     """The allocator of a policy (placer.sharing.allocators.ALLOCATORS).
@@ -283,13 +280,13 @@ def run_search(
     lockstep: bool = False,
     overwrite: bool = False,
 ) -> dict[str, dict]:
-    """Runs a jobs file under one policy or both ("both": SLAQ, then fair share, on the same workload).
+    """Runs a jobs file under one policy or several ("both": SLAQ, then fair share; "all": every allocator).
 
     Args:
       work: the checked jobs file.
       slots: slots in the pool (> 0).
       epoch_s: seconds between reallocations (> 0).
-      policy: an allocator name (placer.sharing.allocators.ALLOCATORS), a list of them, or "both".
+      policy: an allocator name (placer.sharing.allocators.ALLOCATORS), a list of them, "both" or "all".
       workdir: output folder; each policy writes into workdir/<policy>/.
       engine_factory: engine_factory(slots) -> Engine; a fresh engine per policy.
       normalise: SLAQ's normaliser ("max_change" or "fitted_total", see placer.sharing.slaq).
@@ -317,7 +314,9 @@ def run_search(
         raise InputError(f"--epoch_s must be positive, got {epoch_s}")
     if loss not in search_report.LOSSES:
         raise InputError(f"unknown loss {loss!r} (valid: {', '.join(search_report.LOSSES)})")
-    policies = list(BOTH) if policy == "both" else ([policy] if isinstance(policy, str) else list(policy))
+    if isinstance(policy, str):  # "both": SLAQ, then the work-conserving fair share
+        policy = {"both": ["slaq", "fair"], "all": list(allocators.ALLOCATORS)}.get(policy, [policy])
+    policies = list(policy)
     for p in policies:
         make_allocator(p, epoch_s, normalise, objective)
     settings = dict(slots=slots, epoch_s=epoch_s, normalise=normalise, objective=objective, loss=loss, measure=measure)

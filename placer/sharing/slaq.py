@@ -59,27 +59,12 @@ from placer.sharing.slaq_state import JobState
 DEFAULT_EPOCH_S = 5.0  # seconds between reallocations, everywhere (SLAQ reallocates every few seconds)
 
 
+# The columns of JobState.model_row, in order.
+_COLUMNS = "code p0 p1 p2 p3 k0 loc scale last_iter last_loss mean_change max_change rt_a rt_b cap first_loss asymptote"
+
+
 def _unpack(rows: np.ndarray) -> dict[str, np.ndarray]:
-    names = (
-        "code",
-        "p0",
-        "p1",
-        "p2",
-        "p3",
-        "k0",
-        "loc",
-        "scale",
-        "last_iter",
-        "last_loss",
-        "mean_change",
-        "max_change",
-        "rt_a",
-        "rt_b",
-        "cap",
-        "first_loss",
-        "asymptote",
-    )
-    return {n: rows[:, i : i + 1] for i, n in enumerate(names)}
+    return {n: rows[:, i : i + 1] for i, n in enumerate(_COLUMNS.split())}
 
 
 def _predicted_loss(m: dict[str, np.ndarray], ks: np.ndarray) -> np.ndarray:

@@ -169,19 +169,16 @@ def _geometric(iters: np.ndarray, losses: np.ndarray) -> CurveFit | None:
     )
 
 
-def _initial_guesses(x: np.ndarray, z: np.ndarray) -> dict[int, list[np.ndarray]]:
-    """Starting points per family code, from the first and last points."""
+def _initial_guesses(x: np.ndarray, z: np.ndarray) -> dict[int, np.ndarray]:
+    """Starting point per family code, from the first and last points."""
     span = max(float(x[-1]), 1.0)
-    guesses: dict[int, list[np.ndarray]] = {1: [], 2: [], 3: []}
-    for c in (-0.05,):
-        z0, z1 = max(float(z[0]) - c, 1e-3), max(float(z[-1]) - c, 1e-3)
-        b = 1.0 / z0
-        a = max((1.0 / z1 - b) / span, 1e-6)
-        guesses[2].append(np.array([a, b, c]))
-        guesses[1].append(np.array([a * a / b / 4.0, a, b, c]))  # a small quadratic term
-        r = max(np.log(z0 / z1) / span, 1e-6)
-        guesses[3].append(np.array([z0, r, c]))
-    return guesses
+    c = -0.05
+    z0, z1 = max(float(z[0]) - c, 1e-3), max(float(z[-1]) - c, 1e-3)
+    b = 1.0 / z0
+    a = max((1.0 / z1 - b) / span, 1e-6)
+    r = max(np.log(z0 / z1) / span, 1e-6)
+    # inv_quad starts with a small quadratic term.
+    return {1: np.array([a * a / b / 4.0, a, b, c]), 2: np.array([a, b, c]), 3: np.array([z0, r, c])}
 
 
 # Parameters that must be non-negative are fitted as logs, so the unconstrained
@@ -241,31 +238,26 @@ def _residual_and_jacobian(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarr
     return residual, jacobian
 
 
-def _fit_family(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarray, starts: list[np.ndarray]):
-    """Best weighted least-squares fit of one family; (params4, weighted sq. residual) or None.
+def _fit_family(code: int, x: np.ndarray, z: np.ndarray, sw: np.ndarray, p0: np.ndarray):
+    """Weighted least-squares fit of one family from `p0`; (params4, weighted sq. residual) or None.
 
     Uses MINPACK's Levenberg-Marquardt (scipy.optimize.leastsq, as curve_fit
     does) with an analytic Jacobian: a few milliseconds for 100 points.
     """
     residual, jacobian = _residual_and_jacobian(code, x, z, sw)
-    best = None
-    for p0 in starts:
-        theta0 = _to_theta(code, p0)
-        if x.size < theta0.size:
-            continue
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                theta, ier = optimize.leastsq(residual, theta0, Dfun=jacobian, col_deriv=1, maxfev=_MAX_NFEV)[:2]
-                fun = residual(theta)
-        except (ValueError, FloatingPointError, np.linalg.LinAlgError, TypeError):
-            continue
-        if ier not in (1, 2, 3, 4, 5) or not np.all(np.isfinite(fun)):
-            continue
-        cost = float(np.sum(fun**2))
-        if best is None or cost < best[1]:
-            best = (_to_params(code, theta), cost)
-    return best
+    theta0 = _to_theta(code, p0)
+    if x.size < theta0.size:
+        return None
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            theta, ier = optimize.leastsq(residual, theta0, Dfun=jacobian, col_deriv=1, maxfev=_MAX_NFEV)[:2]
+            fun = residual(theta)
+    except (ValueError, FloatingPointError, np.linalg.LinAlgError, TypeError):
+        return None
+    if ier not in (1, 2, 3, 4, 5) or not np.all(np.isfinite(fun)):
+        return None
+    return _to_params(code, theta), float(np.sum(fun**2))
 
 
 def fit_curve(
@@ -302,8 +294,8 @@ def fit_curve(
     w = decay ** (x[-1] - x)
     sw = np.sqrt(w / w.sum())
     best = None
-    for code, starts in _initial_guesses(x, z).items():
-        got = _fit_family(code, x, z, sw, starts)
+    for code, p0 in _initial_guesses(x, z).items():
+        got = _fit_family(code, x, z, sw, p0)
         if got is not None and (best is None or got[1] < best[2]):
             best = (code, got[0], got[1])
     if best is None:

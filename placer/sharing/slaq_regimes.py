@@ -33,12 +33,12 @@ def change_scale(previous_changes) -> tuple[float, float]:
 JUMP_SPAN = 3  # a jump may spread over this many changes (a drop takes an epoch or two to show; our choice)
 
 
-def is_jump(previous_changes, change: float, *, steps: int = 1, factor: float | None = None) -> bool:
+def is_jump(previous_changes, change: float, *, steps: int = 1) -> bool:
     """Whether a loss change over `steps` iterations starts a new regime (e.g. a learning-rate drop).
 
     A smooth convergence curve changes a little less each iteration and
     noise keeps a steady size, so a change that differs from `steps` typical
-    recent changes by more than `factor` robust standard deviations of one
+    recent changes by more than JUMP_FACTOR robust standard deviations of one
     change (`change_scale`; with independent noise on each loss, the noise of
     a change over several iterations is that of one) marks a jump, the end of
     a plateau or an outlier (`track_regime` tells those apart by the next loss).
@@ -47,7 +47,6 @@ def is_jump(previous_changes, change: float, *, steps: int = 1, factor: float | 
       previous_changes: [JUMP_LOOKBACK] the one-iteration changes before it (signed).
       change: the loss change over the newest `steps` iterations.
       steps: iterations the change spans.
-      factor: threshold in robust standard deviations (default JUMP_FACTOR).
 
     Returns:
       False while fewer than JUMP_LOOKBACK changes precede it.
@@ -58,7 +57,7 @@ def is_jump(previous_changes, change: float, *, steps: int = 1, factor: float | 
     if len(previous_changes) < JUMP_LOOKBACK:
         return False
     mid, sd = change_scale(previous_changes)
-    return abs(change - steps * mid) > (JUMP_FACTOR if factor is None else factor) * sd
+    return abs(change - steps * mid) > JUMP_FACTOR * sd
 
 
 def track_regime(losses, regime: int, previous: int) -> tuple[int, int]:

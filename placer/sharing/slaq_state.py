@@ -43,8 +43,6 @@ class JobState:
         job_id: Hashable,
         *,
         max_slots: int | None = None,
-        decay: float = slaq_curves.DEFAULT_DECAY,
-        window: int = slaq_curves.DEFAULT_WINDOW,
         profile=None,
         fits: dict | None = None,
         total_iterations: int | None = None,
@@ -57,8 +55,6 @@ class JobState:
         self.set_profile(profile)
         self._regime = 0  # index of the first loss of the current regime
         self._previous_regime = 0  # the regime before the latest jump, while that jump is unconfirmed
-        self._decay = decay
-        self._window = window
         self._iters: list[float] = []
         self._losses: list[float] = []
         self._max_change = 0.0
@@ -143,9 +139,7 @@ class JobState:
             if self._fits is not None and key in self._fits:
                 self._fit = self._fits[key]
             else:
-                self._fit = slaq_curves.regime_fit(
-                    self._iters, self._losses, self._regime, decay=self._decay, window=self._window
-                )
+                self._fit = slaq_curves.regime_fit(self._iters, self._losses, self._regime)
                 if self._fits is not None:
                     self._fits[key] = self._fit
         return self._fit

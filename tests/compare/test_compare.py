@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from placer.compare import compare_lib
+from placer.compare import compare_lib, tables
 from placer.core import cluster as cluster_lib
 from placer.core import io as graph_io
 from placer.core.placement import Placement
@@ -101,7 +101,7 @@ def test_speedups_worked_by_hand(tmp_path):
     assert by["expert"].peak_memory == pytest.approx((0.0, 0.6 * MB, 0.6 * MB))
     assert by["single_gpu"].peak_memory == pytest.approx((0.0, 1.2 * MB, 0.0))
     assert by["rl"].place_seconds is None and by["expert"].place_seconds >= 0
-    assert compare_lib.best(rows).method == "expert"
+    assert tables.best(rows).method == "expert"
 
 
 def test_not_strict_reports_inapplicable_baseline():
@@ -110,7 +110,7 @@ def test_not_strict_reports_inapplicable_baseline():
         "c", [cluster_lib.Device("/device:CPU:0", "CPU", 10**11), cluster_lib.Device("/device:GPU:0", "GPU", 10**11)]
     )
     rows = compare_lib.compare(graph, cluster, Simulator(graph, cluster), ["expert", "single_gpu"], strict=False)
-    assert rows[0].failure == compare_lib.NOT_APPLICABLE and "no expert placement" in rows[0].message
+    assert rows[0].failure == tables.NOT_APPLICABLE and "no expert placement" in rows[0].message
     assert rows[1].speedup_vs_reference is None and rows[1].step_time == pytest.approx(10.0)
 
 
@@ -158,8 +158,8 @@ def test_cli_all_methods_with_oom_and_pngs(tmp_path):
     # The bound row: the critical path x, a, c = 6 s binds (the load LP gives 10 / 2.1 = 4.76 s).
     assert float(rows[-1]["step_time_s"]) == pytest.approx(6.0) and rows[-1]["ratio_to_lower_bound"] == "1"
     assert rows[-1]["message"].startswith("6.000 s (critical path binds; load 4.762 s)")
-    assert list(rows[0])[: len(compare_lib.CSV_COLUMNS)] == list(compare_lib.CSV_COLUMNS)
-    assert list(rows[0])[len(compare_lib.CSV_COLUMNS) :] == [
+    assert list(rows[0])[: len(tables.CSV_COLUMNS)] == list(tables.CSV_COLUMNS)
+    assert list(rows[0])[len(tables.CSV_COLUMNS) :] == [
         "peak_bytes:/device:CPU:0",
         "peak_bytes:/device:GPU:0",
         "peak_bytes:/device:GPU:1",

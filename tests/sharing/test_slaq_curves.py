@@ -80,5 +80,5 @@ def test_runtime_model_fit_and_single_point_assumption():
     m = runtime_model.fit_runtime([1, 2, 4, 4], [5.0, 3.0, 2.0, 2.0])  # t = 4 / s + 1
     assert (m.a, m.b) == pytest.approx((4.0, 1.0))
     one = runtime_model.fit_runtime([2, 2], [3.0, 3.0])  # linear scaling from 6 slot-seconds
-    np.testing.assert_allclose(one.seconds([1, 2, 3]), [6.0, 3.0, 2.0])
+    assert (one.a, one.b) == pytest.approx((6.0, 0.0))  # t = 6 / s: 6, 3 and 2 s on 1, 2 and 3 slots
     assert runtime_model.fit_runtime([], []) == runtime_model.DEFAULT_RUNTIME
