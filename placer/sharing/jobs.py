@@ -138,7 +138,7 @@ def load_workload(path: str, *, load_models: bool = True) -> Workload:
         raise InputError(f"{file}: not a regular file; a jobs file is a Python config file (.py)")
     if size > checks.max_input_bytes():
         raise InputError(
-            f"{file}: {size} bytes, over the cap of {checks.max_input_bytes() >> 20} MiB; if it is genuine, "
+            f"{file}: {size} bytes, over the cap of {checks.max_input_bytes() / 2**20:g} MiB; if it is genuine, "
             "raise --max_input_mib"
         )
     root = configs_util.load_config(path)

@@ -10,6 +10,7 @@ import pytest
 from bench.testing.badinput import cases, inputs, runner
 from placer.core import checks, io, printable
 from placer.core.errors import InputError
+from placer.sharing import jobs
 from tests.badinput.inprocess import run_binary
 
 MIB = 1 << 20
@@ -20,6 +21,19 @@ def cap_1_mib():
     checks.set_max_input_bytes(MIB)
     yield
     checks.set_max_input_bytes(checks.DEFAULT_MAX_INPUT_MIB * MIB)
+
+
+def test_a_jobs_file_over_a_cap_under_one_mib_names_the_cap(tmp_path):
+    path = tmp_path / "jobs.py"
+    path.write_text("x = 1\n" + "#" * 2000 + "\n")
+    checks.set_max_input_bytes(MIB // 1024)  # --max_input_mib=0.0009765625
+    try:
+        with pytest.raises(
+            InputError, match=r"jobs\.py: 2007 bytes, over the cap of 0\.000976562 MiB; .*--max_input_mib"
+        ):
+            jobs.load_workload(str(path), load_models=False)
+    finally:
+        checks.set_max_input_bytes(checks.DEFAULT_MAX_INPUT_MIB * MIB)
 
 
 @pytest.mark.parametrize("filler", [b" ", b"7"])  # spaces were refused late, digits crashed the reader
