@@ -17,23 +17,23 @@ MIB = 1 << 20
 
 
 @pytest.fixture
-def cap_1_mib():
-    checks.set_max_input_bytes(MIB)
-    yield
+def input_cap():
+    """Sets the input cap (bytes) for one test; the default comes back after it."""
+    yield checks.set_max_input_bytes
     checks.set_max_input_bytes(checks.DEFAULT_MAX_INPUT_MIB * MIB)
 
 
-def test_a_jobs_file_over_a_cap_under_one_mib_names_the_cap(tmp_path):
+@pytest.fixture
+def cap_1_mib(input_cap):
+    input_cap(MIB)
+
+
+def test_a_jobs_file_over_a_cap_under_one_mib_names_the_cap(tmp_path, input_cap):
     path = tmp_path / "jobs.py"
     path.write_text("x = 1\n" + "#" * 2000 + "\n")
-    checks.set_max_input_bytes(MIB // 1024)  # --max_input_mib=0.0009765625
-    try:
-        with pytest.raises(
-            InputError, match=r"jobs\.py: 2007 bytes, over the cap of 0\.000976562 MiB; .*--max_input_mib"
-        ):
-            jobs.load_workload(str(path), load_models=False)
-    finally:
-        checks.set_max_input_bytes(checks.DEFAULT_MAX_INPUT_MIB * MIB)
+    input_cap(MIB // 1024)  # --max_input_mib=0.0009765625
+    with pytest.raises(InputError, match=r"jobs\.py: 2007 bytes, over the cap of 0\.000976562 MiB; .*--max_input_mib"):
+        jobs.load_workload(str(path), load_models=False)
 
 
 @pytest.mark.parametrize("filler", [b" ", b"7"])  # spaces were refused late, digits crashed the reader
